@@ -1,0 +1,45 @@
+# The README's two commands: `make run` and `make test`. Each sets up what it
+# needs from nothing (a virtual environment, the npm test servers) first.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PY_STAMP   := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+MCPWALL_RUN_HOME ?= $(HOME)/.mcpwall
+
+.PHONY: run test lint typecheck pytest bench setup clean
+
+setup: $(PY_STAMP) $(NODE_STAMP)
+
+$(PY_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Start the gateway on its embedded defaults: SQLite ledger and default policy
+# in $(MCPWALL_RUN_HOME), the example servers from examples/servers.json.
+run: setup
+	$(BIN)/mcpwall proxy --home $(MCPWALL_RUN_HOME) --servers examples/servers.json
+
+lint: $(PY_STAMP)
+	$(BIN)/ruff check src tests bench
+
+typecheck: $(PY_STAMP)
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+bench: setup
+	$(BIN)/python bench/policy_eval.py
+
+clean:
+	rm -rf $(VENV) node_modules .mypy_cache .ruff_cache .pytest_cache

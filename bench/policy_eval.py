@@ -1,0 +1,141 @@
+"""Policy decision throughput and latency.
+
+Prints decisions/s and p50/p99 per decision for the built-in default policy
+and for a generated 1,000-rule policy, on one core (this process), for:
+
+- `evaluate`: the decision on prepared facts (what the gateway's policy stage
+  pays once the facts exist);
+- `prepare+evaluate`: facts (normalisation, symlink check) plus decision;
+- `reference`: the rule-by-rule path used for traces, for scale.
+
+The call stream is varied (thousands of distinct paths, URLs and messages, a
+dozen tools), so caches help only as much as real agent traffic would let them.
+
+    python bench/policy_eval.py [--calls 100000] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import statistics
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from mcpwall.policy import Call, CompiledPolicy, Context, PolicyEngine, compile_policy, evaluate, prepare
+from mcpwall.policy._evaluate import evaluate_slow
+from mcpwall.policy._loader import resolve_document
+from mcpwall.policy._model import PolicyFile
+
+TOOLS = {
+    "read_file": "Read the complete contents of a file from the file system.",
+    "write_file": "Create a new file or completely overwrite an existing file with new content.",
+    "list_directory": "Get a detailed listing of all files and directories in a specified path.",
+    "search_files": "Recursively search for files and directories matching a pattern.",
+    "fetch": "Fetches a URL from the internet and optionally extracts its contents as markdown.",
+    "echo": "Echoes back the input",
+    "get_current_time": "Get current time in a specific timezones",
+    "create_entities": "Create multiple new entities in the knowledge graph",
+    "git_status": "Shows the working tree status",
+    "run_query": "Run a read-only SQL query",
+}
+
+
+def call_stream(n: int, rng: random.Random, extra_tools: int = 0) -> list[Call]:
+    dirs = ["/workspace/src", "/workspace/docs", "/tmp/build", "/home/dev/project", "/srv/app12", "/etc"]
+    paths = [f"{rng.choice(dirs)}/{'sub/' * rng.randint(0, 3)}file{i}.{rng.choice(['py', 'md', 'json'])}"
+             for i in range(4000)]
+    hosts = [f"https://host{i}.example.com/page/{i}" for i in range(800)] + ["http://127.0.0.1:8080/admin"]
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "deploy", "build", "test", "report", "status"]
+    names = list(TOOLS) + [f"tool_{i}" for i in range(extra_tools)]
+    calls = []
+    for _ in range(n):
+        name = rng.choice(names)
+        if name in ("read_file", "list_directory"):
+            args: dict[str, Any] = {"path": rng.choice(paths)}
+        elif name == "write_file":
+            args = {"path": rng.choice(paths), "content": " ".join(rng.choices(words, k=12))}
+        elif name == "search_files":
+            args = {"path": rng.choice(paths).rsplit("/", 1)[0], "pattern": "*.py", "excludePatterns": ["node_modules"]}
+        elif name == "fetch":
+            args = {"url": rng.choice(hosts), "max_length": 5000}
+        elif name == "run_query":
+            args = {"sql": f"select * from t{rng.randint(0, 50)} where id = {rng.randint(0, 10**6)}"}
+        else:
+            args = {"message": " ".join(rng.choices(words, k=rng.randint(1, 8))), "count": rng.randint(0, 9)}
+        calls.append(Call(name=name, arguments=args, server="bench", description=TOOLS.get(name, "A tool")))
+    return calls
+
+
+def generated_policy(rules: int, rng: random.Random) -> CompiledPolicy:
+    """A realistic large policy: tool-scoped rules, path and host patterns, keys, commands."""
+    out: list[dict[str, Any]] = []
+    for i in range(rules):
+        kind = i % 10
+        action = rng.choice(["deny", "allow", "warn", "ask", "deny"])
+        if kind < 4:
+            out.append({"id": f"tool-{i}", "tools": [f"tool_{i}"], "action": action})
+        elif kind < 7:
+            out.append({"id": f"path-{i}", "target": "file", "match": "pattern",
+                        "values": [f"^/srv/app{i}(/|$)", f"^/data/tenant{i}/"], "action": action})
+        elif kind < 9:
+            out.append({"id": f"host-{i}", "target": "network", "match": "contains",
+                        "values": [f"host{i}.example.com"], "action": action})
+        else:
+            out.append({"id": f"key-{i}", "target": "argName", "match": "exact", "values": [f"secret_{i}"],
+                        "action": "redact"})
+    doc = PolicyFile.model_validate({"mode": "enforce", "defaultAction": "allow", "rules": out})
+    return compile_policy(resolve_document(doc))
+
+
+def measure(label: str, fn: Callable[[Call], object], calls: list[Call]) -> dict[str, float]:
+    for c in calls[:2000]:  # warm caches as a running gateway would be
+        fn(c)
+    samples = []
+    clock = time.perf_counter_ns
+    start = clock()
+    for c in calls:
+        t0 = clock()
+        fn(c)
+        samples.append(clock() - t0)
+    total = (clock() - start) / 1e9
+    samples.sort()
+    row = {"decisions_per_s": len(calls) / total, "p50_us": samples[len(samples) // 2] / 1000,
+           "p99_us": samples[int(len(samples) * 0.99)] / 1000, "mean_us": statistics.fmean(samples) / 1000}
+    print(f"  {label:<34} {row['decisions_per_s']:>12,.0f}/s   p50 {row['p50_us']:7.2f} us"
+          f"   p99 {row['p99_us']:7.2f} us")
+    return row
+
+
+def run(policy_label: str, policy: CompiledPolicy, calls: list[Call]) -> None:
+    ctx = Context(now=datetime.now().astimezone(), requests_last_minute=5)
+    print(f"{policy_label}: {len(policy.all_rules)} rules, {len(calls):,} calls")
+    facts = [prepare(c) for c in calls]
+    index = {id(c): f for c, f in zip(calls, facts, strict=True)}
+    measure("evaluate (prepared facts)", lambda c: evaluate(policy, index[id(c)], ctx), calls)
+    measure("prepare + evaluate", lambda c: evaluate(policy, prepare(c), ctx), calls)
+    measure("reference path (rule by rule)", lambda c: evaluate_slow(policy, index[id(c)], ctx),
+            calls[: max(2000, len(calls) // 10)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    opts = parser.parse_args()
+    rng = random.Random(opts.seed)
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")),
+                   platform.processor())
+    print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"{datetime.now():%Y-%m-%d}")
+    run("default policy", PolicyEngine.from_template("default").compiled, call_stream(opts.calls, rng))
+    run("generated 1,000-rule policy", generated_policy(1000, rng), call_stream(opts.calls, rng, extra_tools=1000))
+
+
+if __name__ == "__main__":
+    main()

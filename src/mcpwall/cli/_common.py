@@ -1,0 +1,53 @@
+"""Options and output helpers shared by the sub-commands."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import orjson
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def default_home() -> Path:
+    """`$MCPWALL_HOME`, else `~/.mcpwall`."""
+    env = os.environ.get("MCPWALL_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".mcpwall"
+
+
+def home_option(func: F) -> F:
+    """Every command takes `--home DIR` (the state directory)."""
+    return click.option(
+        "--home", "home", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help="State directory (default: $MCPWALL_HOME or ~/.mcpwall).",
+    )(func)
+
+
+def resolve_home(home: Path | None) -> Path:
+    return (home or default_home()).expanduser()
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(func)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+def policy_path_for(home: Path | None, explicit: Path | None) -> Path | None:
+    """The policy a command should use: `--policy`, else `<home>/policy.yaml` if present, else None."""
+    if explicit is not None:
+        return explicit
+    candidate = resolve_home(home) / "policy.yaml"
+    return candidate if candidate.exists() else None
+
+
+__all__ = ["default_home", "home_option", "json_option", "policy_path_for", "print_json", "resolve_home"]

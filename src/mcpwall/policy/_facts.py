@@ -1,0 +1,197 @@
+"""What a decision is made on: the call, its context, and the prepared facts.
+
+`prepare()` is the only step that may touch the outside world (the home
+directory, symlinks on disk). Everything after it (`evaluate`) is pure, so a
+decision can be replayed from the facts alone.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from mcpwall.policy._normalize import forms
+
+#: Values beyond these bounds are not inspected one by one; the call is then
+#: treated as uninspectable, which `evaluate` denies in enforce mode.
+MAX_VALUES = 5_000
+MAX_DEPTH = 32
+_ENV_KEYS = frozenset({"env", "environment", "envvars", "env_vars"})
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One message the policy decides on, as the gateway sees it.
+
+    `name` is the tool name for `tools/call`, the URI for `resources/*` and the
+    prompt name for `prompts/get` (as mcp-seatbelt passes them to its engine).
+    """
+
+    method: str = "tools/call"
+    name: str = ""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    server: str = ""
+    description: str = ""
+    client: str = ""
+    agent: str = ""
+    session: str = ""
+    #: The upstream's result, for response-side rules.
+    result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The world at decision time, passed in so that `evaluate` stays pure."""
+
+    now: datetime
+    #: Requests this client made in the last 60 s, this one included.
+    requests_last_minute: int = 0
+
+
+class ArgValue(NamedTuple):
+    """One scalar argument: where it sits, its text and every spelling of it.
+
+    A NamedTuple rather than a frozen dataclass: calls create many of these and
+    tuple construction is several times cheaper (bench/policy_eval.py).
+    """
+
+    path: str
+    key: str
+    raw: str
+    variants: tuple[str, ...]
+    canonical: str
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    call: Call
+    values: tuple[ArgValue, ...]
+    #: (path, key) of every mapping key at every depth of the arguments.
+    keys: tuple[tuple[str, str], ...]
+    env_keys: tuple[str, ...]
+    response_texts: tuple[str, ...]
+    #: True when the arguments exceeded MAX_VALUES / MAX_DEPTH.
+    truncated: bool = False
+
+
+def _scalar_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int | float):
+        return repr(value) if isinstance(value, float) else str(value)
+    return None
+
+
+class _Walker:
+    __slots__ = ("env_keys", "home", "keys", "realpath", "truncated", "values")
+
+    def __init__(self, home: str | None, realpath: Callable[[str], str] | None) -> None:
+        self.values: list[ArgValue] = []
+        self.keys: list[tuple[str, str]] = []
+        self.env_keys: list[str] = []
+        self.truncated = False
+        self.home = home
+        self.realpath = realpath
+
+    def walk(self, value: Any, path: str, key: str, depth: int) -> None:
+        if len(self.values) + len(self.keys) >= MAX_VALUES or depth > MAX_DEPTH:
+            self.truncated = True
+            return
+        kind = type(value)
+        if kind is str:
+            self._leaf(value, path, key)
+        elif kind is dict or (kind is not list and isinstance(value, Mapping)):
+            for k, v in value.items():
+                ks = str(k)
+                sub = f"{path}.{ks}" if path else ks
+                self.keys.append((sub, ks))
+                if ks.lower() in _ENV_KEYS and isinstance(v, Mapping):
+                    self.env_keys.extend(str(e) for e in v)
+                self.walk(v, sub, ks, depth + 1)
+        elif isinstance(value, list | tuple):
+            for i, v in enumerate(value):
+                self.walk(v, f"{path}[{i}]", key, depth + 1)
+        else:
+            text = _scalar_text(value)
+            if text is not None:
+                self._leaf(text, path, key)
+
+    def _leaf(self, text: str, path: str, key: str) -> None:
+        variants, canonical = forms(text, self.home)
+        if self.realpath is not None:
+            variants, canonical = self._resolve_links(variants, canonical)
+        self.values.append(ArgValue(path, key, text, variants, canonical))
+
+    def _resolve_links(self, variants: tuple[str, ...], canonical: str) -> tuple[tuple[str, ...], str]:
+        assert self.realpath is not None
+        extra: list[str] = []
+        for v in variants:
+            if v.startswith("/") and "\x00" not in v:
+                real = self.realpath(v)
+                if real != v and real not in variants and real not in extra:
+                    extra.append(real)
+                    if v == canonical:
+                        canonical = real
+        return (variants + tuple(extra), canonical) if extra else (variants, canonical)
+
+
+def _response_texts(result: Any) -> tuple[str, ...]:
+    if result is None:
+        return ()
+    walker = _Walker(None, None)
+    walker.walk(result, "", "", 0)
+    return tuple(v.raw for v in walker.values if v.key not in ("type", "mimeType"))
+
+
+class CachedRealpath:
+    """`os.path.realpath` with a short-lived cache: symlinks change rarely, calls repeat often."""
+
+    def __init__(self, ttl: float = 2.0, size: int = 32768) -> None:
+        self._ttl = ttl
+        self._size = size
+        self._cache: dict[str, tuple[float, str]] = {}
+
+    def __call__(self, path: str) -> str:
+        now = time.monotonic()
+        hit = self._cache.get(path)
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1]
+        try:
+            real = os.path.realpath(path)
+        except (OSError, ValueError):
+            real = path
+        if len(self._cache) >= self._size:
+            self._cache.clear()
+        self._cache[path] = (now, real)
+        return real
+
+
+_default_realpath = CachedRealpath()
+_HOME = os.path.expanduser("~")
+
+
+def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = True) -> Facts:
+    """Derive the facts rules match on: every value at every depth, in every spelling."""
+    if home is None:
+        home = _HOME
+    walker = _Walker(home, _default_realpath if resolve_symlinks else None)
+    walker.walk(call.arguments, "", "", 0)
+    return Facts(
+        call=call,
+        values=tuple(walker.values),
+        keys=tuple(walker.keys),
+        env_keys=tuple(walker.env_keys),
+        response_texts=_response_texts(call.result),
+        truncated=walker.truncated,
+    )
+
+
+__all__ = ["ArgValue", "CachedRealpath", "Call", "Context", "Facts", "prepare"]

@@ -1,0 +1,348 @@
+"""Reading policy files: YAML with line numbers, `extends`, and `corp`.
+
+Every way into a policy (the gateway, `simulate`, `test-policy`, `fuzz`, the
+dashboard) goes through `load_policy`, so a file decides the same everywhere
+(mcp-seatbelt's `simulate` ignored `extends`; see docs/COMPATIBILITY.md).
+
+Errors are `PolicyError`s that name the file, the line and the rule id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from pydantic import ValidationError
+
+from mcpwall.errors import PolicyError
+from mcpwall.policy._model import (
+    Allowlist,
+    CorpPolicy,
+    Notifications,
+    PolicyFile,
+    Rule,
+    ServerSpec,
+    Webhook,
+)
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a rule was written, for error messages and traces."""
+
+    file: str
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedRule:
+    rule: Rule
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class ResolvedPolicy:
+    """A policy after `extends` and `corp` are merged; the input of `compile_policy`."""
+
+    mode: str
+    default_action: str
+    default_timeout_ms: int
+    rules: tuple[PlacedRule, ...]
+    corp_rules: tuple[PlacedRule, ...]
+    corp_mode: str
+    allowlist: Allowlist
+    corp_allowlist: Allowlist
+    allow_sampling: bool
+    version: str
+    notifications: Notifications
+    servers: Mapping[str, ServerSpec]
+    sections: Mapping[str, Any]
+    files: tuple[str, ...] = field(default=())
+
+    @property
+    def revision(self) -> str:
+        """A short content hash: the same decisions come from the same revision."""
+        doc = {
+            "mode": self.mode, "default": self.default_action, "timeout": self.default_timeout_ms,
+            "rules": [p.rule.model_dump(exclude_none=True) for p in self.rules],
+            "corp": [p.rule.model_dump(exclude_none=True) for p in self.corp_rules],
+            "corp_mode": self.corp_mode,
+            "allow": self.allowlist.model_dump(), "corp_allow": self.corp_allowlist.model_dump(),
+            "sampling": self.allow_sampling,
+        }
+        return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]
+
+
+DEFAULT_TIMEOUT_MS = 30_000
+
+
+# --------------------------------------------------------------------------- YAML
+
+def _parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, int]]:
+    """Parse YAML, returning the data and a map from key path to 1-based line."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise PolicyError(f"invalid YAML: {exc.problem or exc}", file=file, line=line) from exc
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"invalid YAML: {exc}", file=file) from exc
+    finally:
+        loader.dispose()
+    lines: dict[Path_, int] = {}
+    _walk(node, (), lines, file)
+    return data, lines
+
+
+def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: str) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if key in seen and key != "<<":
+                raise PolicyError(f"duplicate key {key!r}", file=file, line=key_node.start_mark.line + 1)
+            seen.add(key)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            _walk(value_node, (*path, key), lines, file)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, (*path, index), lines, file)
+
+
+def _line_for(loc: Sequence[str | int], lines: Mapping[Path_, int]) -> int | None:
+    path: Path_ = tuple(loc)
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())
+
+
+def _rule_id_at(data: Any, loc: Sequence[str | int]) -> str | None:
+    if len(loc) >= 2 and loc[0] == "rules" and isinstance(loc[1], int) and isinstance(data, dict):
+        rules = data.get("rules")
+        if isinstance(rules, list) and loc[1] < len(rules) and isinstance(rules[loc[1]], dict):
+            rid = rules[loc[1]].get("id")
+            return str(rid) if rid is not None else f"#{loc[1]}"
+    if len(loc) >= 4 and loc[0] == "corp" and loc[1] == "rules" and isinstance(data, dict):
+        return _rule_id_at(data.get("corp"), loc[1:])
+    return None
+
+
+def _format_loc(loc: Sequence[str | int]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def parse_policy_text(text: str, file: str = "<policy>") -> tuple[PolicyFile, dict[Path_, int]]:
+    """Validate one YAML document as a `PolicyFile` (no `extends` resolution)."""
+    data, lines = _parse_yaml(text, file)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise PolicyError("a policy must be a YAML mapping", file=file, line=1)
+    try:
+        return PolicyFile.model_validate(data), lines
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        # pydantic appends the union member name (e.g. 'CorpPolicy'); drop such tags.
+        loc = [p for p in loc if not (isinstance(p, str) and p[:1].isupper())]
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key {loc[-1]!r}" if loc else "unknown key"
+        elif err["type"] == "literal_error":
+            msg = f"{msg}, got {err.get('input')!r}"
+        where = _format_loc(loc)
+        raise PolicyError(f"{where}: {msg}" if where else msg, file=file,
+                          line=_line_for(loc, lines), rule_id=_rule_id_at(data, loc)) from exc
+
+
+# --------------------------------------------------------------------------- files
+
+@dataclass
+class _Layer:
+    """A file after its own `extends` are merged."""
+
+    doc: PolicyFile
+    rules: list[PlacedRule]
+    allowlist: dict[str, list[str]]
+    webhooks: list[Webhook]
+    servers: dict[str, ServerSpec]
+    sections: dict[str, Any]
+    files: list[str]
+
+
+_SECTIONS = ("dlp", "honeytokens", "ledger", "rbac", "stages")
+_SCALARS = ("version", "mode", "defaultAction", "defaultTimeoutMs", "allowSampling", "corp")
+
+
+def _union(a: list[str], b: Sequence[str]) -> list[str]:
+    return a + [x for x in b if x not in a]
+
+
+def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, Any]]:
+    resolved = path.resolve()
+    if resolved in chain:
+        cycle = " -> ".join(str(p) for p in (*chain, resolved))
+        raise PolicyError(f"extends cycle: {cycle}", file=str(path))
+    try:
+        text = resolved.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise PolicyError("policy file not found", file=str(path)) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(f"cannot read policy file: {exc}", file=str(path)) from exc
+    doc, lines = parse_policy_text(text, str(path))
+    scalars: dict[str, Any] = {}
+    layer = _Layer(doc=doc, rules=[], allowlist={"tools": [], "paths": [], "hosts": [], "envVars": []},
+                   webhooks=[], servers={}, sections={}, files=[str(resolved)])
+    for ext in doc.extends or []:
+        base_path = Path(os.path.expanduser(ext))
+        if not base_path.is_absolute():
+            base_path = resolved.parent / base_path
+        if not base_path.exists():
+            raise PolicyError(f"extended policy file not found: {base_path}", file=str(path),
+                              line=lines.get(("extends",)))
+        base, base_scalars = _load_layer(base_path, (*chain, resolved))
+        _merge_into(layer, base)
+        scalars.update({k: v for k, v in base_scalars.items() if v is not None})
+    own = [PlacedRule(rule, Origin(str(path), lines.get(("rules", i)))) for i, rule in enumerate(doc.rules)]
+    _merge_rules(layer.rules, own)
+    if doc.allowlist:
+        for key in layer.allowlist:
+            layer.allowlist[key] = _union(layer.allowlist[key], getattr(doc.allowlist, key))
+    if doc.notifications and doc.notifications.webhooks:
+        layer.webhooks += [w for w in doc.notifications.webhooks if w not in layer.webhooks]
+    layer.servers.update(doc.servers or {})
+    for name in _SECTIONS:
+        value = getattr(doc, name)
+        if value is not None:
+            base_value = layer.sections.get(name)
+            if isinstance(value, dict) and isinstance(base_value, dict):
+                value = {**base_value, **value}
+            layer.sections[name] = value
+    for name in _SCALARS:
+        value = getattr(doc, name)
+        if value is not None:
+            scalars[name] = value
+    if isinstance(doc.corp, str):
+        corp_path = Path(os.path.expanduser(doc.corp))
+        scalars["corp"] = corp_path if corp_path.is_absolute() else resolved.parent / corp_path
+    return layer, scalars
+
+
+def _merge_rules(into: list[PlacedRule], rules: Sequence[PlacedRule]) -> None:
+    """Same id overrides in place (keeping the base's position); new ids append."""
+    index = {p.rule.id: i for i, p in enumerate(into)}
+    for placed in rules:
+        if placed.rule.id in index:
+            into[index[placed.rule.id]] = placed
+        else:
+            index[placed.rule.id] = len(into)
+            into.append(placed)
+
+
+def _merge_into(layer: _Layer, base: _Layer) -> None:
+    _merge_rules(layer.rules, base.rules)
+    for key in layer.allowlist:
+        layer.allowlist[key] = _union(layer.allowlist[key], base.allowlist[key])
+    layer.webhooks += [w for w in base.webhooks if w not in layer.webhooks]
+    layer.servers.update(base.servers)
+    for name, value in base.sections.items():
+        layer.sections[name] = value
+    layer.files += [f for f in base.files if f not in layer.files]
+
+
+def _load_corp(corp: Any, origin_file: str) -> tuple[list[PlacedRule], Allowlist, str, list[str]]:
+    if corp is None:
+        return [], Allowlist(), "enforce", []
+    if isinstance(corp, CorpPolicy):
+        rules = [PlacedRule(r, Origin(origin_file, None)) for r in corp.rules]
+        return rules, corp.allowlist or Allowlist(), corp.mode, []
+    layer, scalars = _load_layer(Path(corp), ())
+    mode = scalars.get("mode") or "enforce"
+    return layer.rules, Allowlist(**layer.allowlist), mode, layer.files
+
+
+def load_policy(path: str | os.PathLike[str]) -> ResolvedPolicy:
+    """Load a policy file with its `extends` chain and `corp` base."""
+    layer, scalars = _load_layer(Path(path), ())
+    corp_rules, corp_allowlist, corp_mode, corp_files = _load_corp(scalars.get("corp"), str(path))
+    corp_ids = {p.rule.id: p for p in corp_rules}
+    for placed in layer.rules:
+        if placed.rule.id in corp_ids:
+            raise PolicyError(
+                f"would override the corp rule of the same id ({corp_ids[placed.rule.id].origin.file}); "
+                "corp rules cannot be overridden, choose another id",
+                file=placed.origin.file, line=placed.origin.line, rule_id=placed.rule.id)
+    return ResolvedPolicy(
+        mode=scalars.get("mode") or "enforce",
+        default_action=_canonical_action(scalars.get("defaultAction") or "deny"),
+        default_timeout_ms=scalars.get("defaultTimeoutMs") or DEFAULT_TIMEOUT_MS,
+        rules=tuple(layer.rules),
+        corp_rules=tuple(corp_rules),
+        corp_mode=corp_mode,
+        allowlist=Allowlist(**layer.allowlist),
+        corp_allowlist=corp_allowlist,
+        allow_sampling=scalars.get("allowSampling", True) is not False,
+        version=str(scalars.get("version") or "1"),
+        notifications=Notifications(webhooks=layer.webhooks or None),
+        servers=dict(layer.servers),
+        sections=dict(layer.sections),
+        files=tuple(layer.files + corp_files),
+    )
+
+
+def resolve_document(doc: PolicyFile, file: str = "<policy>") -> ResolvedPolicy:
+    """Resolve a policy that exists only in memory (built-in defaults, templates, tests).
+
+    `extends` and a corp *path* are resolved relative to the working directory.
+    """
+    corp_rules, corp_allowlist, corp_mode, corp_files = _load_corp(
+        Path(doc.corp) if isinstance(doc.corp, str) else doc.corp, file)
+    layer = _Layer(doc=doc, rules=[], allowlist={"tools": [], "paths": [], "hosts": [], "envVars": []},
+                   webhooks=[], servers={}, sections={}, files=[])
+    for ext in doc.extends or []:
+        base, _ = _load_layer(Path(ext), ())
+        _merge_into(layer, base)
+    _merge_rules(layer.rules, [PlacedRule(r, Origin(file, None)) for r in doc.rules])
+    allow = doc.allowlist or Allowlist()
+    return ResolvedPolicy(
+        mode=doc.mode or "enforce",
+        default_action=_canonical_action(doc.defaultAction or "deny"),
+        default_timeout_ms=doc.defaultTimeoutMs or DEFAULT_TIMEOUT_MS,
+        rules=tuple(layer.rules),
+        corp_rules=tuple(corp_rules),
+        corp_mode=corp_mode,
+        allowlist=Allowlist(**{k: _union(layer.allowlist[k], getattr(allow, k)) for k in layer.allowlist}),
+        corp_allowlist=corp_allowlist,
+        allow_sampling=doc.allowSampling is not False,
+        version=doc.version or "1",
+        notifications=doc.notifications or Notifications(),
+        servers=dict(doc.servers or {}),
+        sections={k: getattr(doc, k) for k in _SECTIONS if getattr(doc, k) is not None},
+        files=tuple(corp_files),
+    )
+
+
+def _canonical_action(action: str) -> str:
+    return "deny" if action == "block" else action
+
+
+__all__ = ["Origin", "PlacedRule", "ResolvedPolicy", "load_policy", "parse_policy_text", "resolve_document"]

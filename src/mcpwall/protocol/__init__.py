@@ -1,0 +1,146 @@
+"""JSON-RPC envelopes for the relay: validate the envelope, leave params opaque.
+
+The gateway relays messages as plain dicts parsed by orjson; pydantic models
+of every MCP type would cost more than the whole relay budget per call
+(bench/proxy_overhead.py). `classify` checks the envelope once; stages that
+need a field read it from `params` themselves.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any, Literal
+
+import orjson
+
+#: Messages larger than this are refused with INVALID_REQUEST (SPEC 4).
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+#: Protocol versions the gateway speaks to clients (the initialize handshake era).
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_VERSION = SUPPORTED_VERSIONS[0]
+
+
+class ErrorCode(IntEnum):
+    """JSON-RPC `error.code` values the gateway produces (docs/ERRORS.md)."""
+
+    BLOCKED = -32001
+    CIRCUIT_OPEN = -32002
+    UNAUTHORIZED = -32003
+    RATE_LIMITED = -32004
+    UPSTREAM_ERROR = -32000
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+
+
+Kind = Literal["request", "notification", "response", "error"]
+Message = dict[str, Any]
+RequestId = str | int
+
+
+class ProtocolError(Exception):
+    """A message that cannot be relayed; carries the JSON-RPC error to answer with."""
+
+    def __init__(self, code: ErrorCode, message: str, request_id: RequestId | None = None,
+                 data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+        self.data = data
+
+    def to_message(self) -> Message:
+        return error(self.request_id, self.code, self.message, self.data)
+
+
+def parse(raw: bytes | str) -> Message:
+    """Parse one JSON-RPC message; raises ProtocolError with the code to answer."""
+    if len(raw) > MAX_MESSAGE_BYTES:
+        raise ProtocolError(ErrorCode.INVALID_REQUEST,
+                            f"message of {len(raw)} bytes exceeds the {MAX_MESSAGE_BYTES} byte limit")
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(ErrorCode.PARSE_ERROR, f"invalid JSON: {exc}") from exc
+    if isinstance(value, list):
+        raise ProtocolError(ErrorCode.INVALID_REQUEST, "JSON-RPC batches are not supported by MCP")
+    if not isinstance(value, dict):
+        raise ProtocolError(ErrorCode.INVALID_REQUEST, "a JSON-RPC message must be an object")
+    return value
+
+
+def classify(msg: Message) -> Kind:
+    """The kind of a parsed message, after checking the envelope."""
+    rid = msg.get("id")
+    if msg.get("jsonrpc") != "2.0":
+        raise ProtocolError(ErrorCode.INVALID_REQUEST, "jsonrpc must be \"2.0\"", _safe_id(rid))
+    if "method" in msg:
+        method = msg["method"]
+        if not isinstance(method, str) or not method:
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, "method must be a non-empty string", _safe_id(rid))
+        params = msg.get("params")
+        if params is not None and not isinstance(params, dict):
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, "params must be an object", _safe_id(rid))
+        if "id" not in msg:
+            return "notification"
+        if not _valid_id(rid):
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, "id must be a string or an integer")
+        return "request"
+    if "result" in msg and "error" not in msg:
+        if not _valid_id(rid):
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, "a response needs a string or integer id")
+        return "response"
+    if "error" in msg and isinstance(msg["error"], dict):
+        return "error"
+    raise ProtocolError(ErrorCode.INVALID_REQUEST, "not a request, notification or response", _safe_id(rid))
+
+
+def _valid_id(rid: Any) -> bool:
+    return (isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)))
+
+
+def _safe_id(rid: Any) -> RequestId | None:
+    return rid if _valid_id(rid) else None
+
+
+def error(request_id: RequestId | None, code: int, message: str, data: Any = None) -> Message:
+    err: dict[str, Any] = {"code": int(code), "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": err}
+
+
+def result(request_id: RequestId, value: dict[str, Any]) -> Message:
+    return {"jsonrpc": "2.0", "id": request_id, "result": value}
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> Message:
+    msg: Message = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def dumps(msg: Message) -> bytes:
+    return orjson.dumps(msg)
+
+
+__all__ = [
+    "LATEST_VERSION",
+    "MAX_MESSAGE_BYTES",
+    "SUPPORTED_VERSIONS",
+    "ErrorCode",
+    "Kind",
+    "Message",
+    "ProtocolError",
+    "RequestId",
+    "classify",
+    "dumps",
+    "error",
+    "notification",
+    "parse",
+    "result",
+]

@@ -1,0 +1,170 @@
+"""Assembling a running gateway from the command line's options.
+
+`build()` loads the policy, the server list, the token and the stages, and
+returns the parts; `serve_http()` and `serve_stdio()` run them until a signal
+or end of input. SIGHUP reloads the policy; SIGINT/SIGTERM shut down in order
+(stop accepting, fail pending requests, flush the ledger, stop upstreams).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpwall.policy import ServerSpec
+from mcpwall.proxy._gateway import Gateway, GatewayOptions
+from mcpwall.proxy._http import HttpFrontend
+from mcpwall.proxy._policystore import PolicyStore
+from mcpwall.proxy._servers import check_names, load_servers_file
+from mcpwall.proxy._stdio import StdioFrontend
+from mcpwall.proxy._token import load_token
+from mcpwall.stages import AuthStage, Stage, default_stages
+
+log = logging.getLogger("mcpwall")
+
+#: Hooks other packages register to extend a gateway being built (ledger, metrics, dashboard...).
+#: Each gets (settings, gateway, stages) after the stages exist and before the gateway starts.
+EXTENSIONS: list[Callable[[GatewaySettings, Gateway], None]] = []
+#: Stage factories that insert themselves into the list: (settings, stages) -> stages.
+STAGE_PLUGINS: list[Callable[[GatewaySettings, list[Stage]], list[Stage]]] = []
+
+
+@dataclass
+class GatewaySettings:
+    home: Path
+    policy_path: Path | None = None
+    servers_files: list[Path] = field(default_factory=list)
+    extra_servers: dict[str, ServerSpec] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: int = 9420
+    insecure_no_auth: bool = False
+    token_file: Path | None = None
+    allowed_hosts: list[str] = field(default_factory=list)
+    allowed_origins: list[str] = field(default_factory=list)
+    only_server: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    #: Options for extensions (ledger URL, frame listeners, recording...).
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Built:
+    settings: GatewaySettings
+    gateway: Gateway
+    policy: PolicyStore
+    auth: AuthStage
+    token_source: str
+
+
+def prepare_home(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "run").mkdir(exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.chmod(home / "run", 0o700)
+
+
+def build(settings: GatewaySettings) -> Built:
+    prepare_home(settings.home)
+    policy_path = settings.policy_path
+    if policy_path is None and (settings.home / "policy.yaml").exists():
+        policy_path = settings.home / "policy.yaml"
+    store = PolicyStore(policy_path)
+    servers: dict[str, ServerSpec] = dict(store.current.source.servers)
+    for path in settings.servers_files:
+        servers.update(load_servers_file(path))
+    servers.update(settings.extra_servers)
+    if settings.only_server is not None:
+        servers = {settings.only_server: servers[settings.only_server]}
+    check_names(servers)
+    tokens: dict[str, str] = {}
+    source = "disabled (--insecure-no-auth)"
+    if not settings.insecure_no_auth:
+        token, source = load_token(settings.home, settings.token_file)
+        tokens[token] = ""
+    auth = AuthStage(tokens, insecure_no_auth=settings.insecure_no_auth,
+                     allowed_hosts=[settings.host, *settings.allowed_hosts], allowed_origins=settings.allowed_origins)
+    stages = default_stages(auth, dict(store.current.source.sections), settings)
+    for plugin in STAGE_PLUGINS:
+        stages = plugin(settings, stages)
+    gateway = Gateway(servers, store, stages, GatewayOptions(**settings.options))
+    for extend in EXTENSIONS:
+        extend(settings, gateway)
+    return Built(settings, gateway, store, auth, source)
+
+
+def configure_logging(level: str = "INFO") -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+
+
+def _install_reload(built: Built) -> None:
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGHUP, built.policy.reload)
+    built.policy.watch()
+
+
+async def serve_http(built: Built, ready: Callable[[str], None] | None = None,
+                     app_wrapper: Callable[[Any], Any] | None = None) -> None:
+    import uvicorn
+
+    settings = built.settings
+    frontend = HttpFrontend(built.gateway, built.auth, base_url=f"http://{_url_host(settings.host)}:{settings.port}",
+                            extra=getattr(built.gateway, "ui_app", None),
+                            metrics=getattr(built.gateway, "metrics_text", None))
+    app = app_wrapper(frontend) if app_wrapper else frontend
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", access_log=False,
+                            log_level="warning", loop="uvloop" if _has("uvloop") else "asyncio",
+                            http="httptools" if _has("httptools") else "h11", timeout_graceful_shutdown=5,
+                            limit_concurrency=4096, backlog=2048)
+    server = uvicorn.Server(config)
+    _install_reload(built)
+
+    async def announce() -> None:
+        while not server.started:  # noqa: ASYNC110 - uvicorn exposes only this flag
+            await asyncio.sleep(0.05)
+        if ready is not None:
+            ready(f"http://{_url_host(settings.host)}:{settings.port}")
+
+    announcer = asyncio.create_task(announce())
+    try:
+        await server.serve()
+    finally:
+        announcer.cancel()
+        built.policy.stop()
+
+
+async def serve_stdio(built: Built, server: str | None, agent: str = "", process_name: str = "") -> None:
+    _install_reload(built)
+    await built.gateway.start()
+    try:
+        await StdioFrontend(built.gateway, server, agent=agent, process_name=process_name).serve()
+    finally:
+        built.policy.stop()
+        await built.gateway.stop()
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def servers_summary(servers: Mapping[str, ServerSpec]) -> str:
+    return ", ".join(servers) or "(none)"
+
+
+__all__ = ["EXTENSIONS", "STAGE_PLUGINS", "Built", "GatewaySettings", "build", "configure_logging",
+           "prepare_home", "serve_http", "serve_stdio"]

@@ -1,0 +1,555 @@
+"""The gateway: sessions on one side, upstream servers on the other, the pipeline between.
+
+Frontends (HTTP, stdio, framed relay) turn bytes into messages and call
+`Gateway.handle(session, message, emit)`. Requests run through the pipeline
+and are either answered here (initialize, ping, merged lists) or routed to an
+upstream. Messages the upstreams send on their own (notifications, sampling,
+elicitation, roots) come back through `on_upstream_request` and
+`on_upstream_notification` and are routed to the session they belong to:
+the one whose request they arrived with when the transport knows, else the
+session with the most recent request in flight to that server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mcpwall import __version__
+from mcpwall.policy import ServerSpec
+from mcpwall.protocol import (
+    LATEST_VERSION,
+    SUPPORTED_VERSIONS,
+    ErrorCode,
+    Message,
+    ProtocolError,
+    RequestId,
+    classify,
+    error,
+    notification,
+    result,
+)
+from mcpwall.proxy._aggregate import collisions, qualify, resource_owner, split
+from mcpwall.proxy._pipeline import Pipeline
+from mcpwall.proxy._policystore import PolicyStore
+from mcpwall.proxy._session import Inflight, ServerRequest, Session
+from mcpwall.proxy._upstream import Pending, UpstreamError, UpstreamServer
+from mcpwall.stages import RequestContext, Stage
+
+log = logging.getLogger("mcpwall.gateway")
+
+Emit = Callable[[Message], Awaitable[None]]
+
+#: Methods routed to the upstream that owns the named tool, prompt or resource.
+ROUTED = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe",
+                    "resources/unsubscribe", "completion/complete"})
+_LIST_KEYS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources",
+              "resources/templates/list": "resourceTemplates"}
+_CAPABILITY_FOR = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
+                   "roots/list": "roots"}
+
+
+@dataclass
+class GatewayOptions:
+    ready_timeout_s: float = 90.0
+    allow_client_elicitation_approval: bool = False
+
+
+class Gateway:
+    """Owns the upstream servers, the sessions and the pipeline."""
+
+    def __init__(self, servers: Mapping[str, ServerSpec], policy: PolicyStore, stages: Sequence[Stage],
+                 options: GatewayOptions | None = None) -> None:
+        self.policy = policy
+        self.options = options or GatewayOptions()
+        self.pipeline = Pipeline(stages)
+        self.servers: dict[str, UpstreamServer] = {
+            name: UpstreamServer(name, spec, self) for name, spec in servers.items() if not spec.disabled}
+        self.sessions: dict[str, Session] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        for stage in stages:
+            bind = getattr(stage, "bind", None)
+            if callable(bind):
+                bind(self)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        await asyncio.gather(*(s.start() for s in self.servers.values()))
+
+    async def stop(self) -> None:
+        for session in list(self.sessions.values()):
+            self.close_session(session)
+        await asyncio.gather(*(s.stop() for s in self.servers.values()), return_exceptions=True)
+        for task in list(self._tasks):
+            task.cancel()
+
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def upstream_capabilities(self, server: str) -> dict[str, Any]:
+        """What the gateway declares to an upstream: what it can route to some client."""
+        caps: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
+        if self.policy.current.allow_sampling:
+            caps["sampling"] = {}
+        spec = self.servers[server].spec if server in self.servers else None
+        if spec is not None and spec.roots is not None:
+            caps["roots"] = {"listChanged": False}
+        return caps
+
+    # ------------------------------------------------------------------ sessions
+
+    def open_session(self, kind: str, server: str | None = None, **fields: Any) -> Session:
+        session = Session(kind=kind, server=server, **fields)
+        self.sessions[session.id] = session
+        return session
+
+    def close_session(self, session: Session) -> None:
+        if session.closed:
+            return
+        session.closed = True
+        self.sessions.pop(session.id, None)
+        for rid, inflight in list(session.inflight.items()):
+            if inflight.task is not None and not inflight.task.done():
+                inflight.task.cancel()
+            self._cancel_upstream(inflight, f"session {session.id[:8]} closed")
+            session.inflight.pop(rid, None)
+        for req in session.server_requests.values():
+            upstream = self.servers.get(req.server)
+            if upstream is not None:
+                self.spawn(upstream.respond(error(req.upstream_id, ErrorCode.INTERNAL_ERROR,
+                                                  "the client session closed")))
+        session.server_requests.clear()
+
+    # ------------------------------------------------------------------ client -> gateway
+
+    async def handle(self, session: Session, msg: Message, emit: Emit | None = None) -> Message | None:
+        """Handle one message from a client; returns the response to a request, else None."""
+        try:
+            kind = classify(msg)
+        except ProtocolError as exc:
+            return exc.to_message()
+        if kind == "request":
+            return await self.handle_request(session, msg, emit)
+        if kind == "notification":
+            await self._client_notification(session, msg)
+        else:
+            await self._client_response(session, msg)
+        return None
+
+    async def handle_request(self, session: Session, msg: Message, emit: Emit | None = None,
+                             bytes_in: int = 0) -> Message | None:
+        params = msg.get("params") or {}
+        ctx = RequestContext(self, session, msg, msg["method"], msg["id"], params, emit=emit, bytes_in=bytes_in)
+        task = asyncio.current_task()
+        session.inflight[ctx.id] = Inflight(server=None, task=task)
+        try:
+            try:
+                self._route(ctx)
+            except ProtocolError as exc:
+                ctx.outcome = "rejected"
+                ctx.error_message = exc.message
+                ctx.response = error(ctx.id, exc.code, exc.message, exc.data)
+                return ctx.response
+            session.inflight[ctx.id].server = ctx.server
+            return await self.pipeline.run(ctx, self._dispatch)
+        except asyncio.CancelledError:
+            ctx.outcome = "cancelled"
+            raise
+        finally:
+            session.inflight.pop(ctx.id, None)
+            self.pipeline.complete(ctx)
+
+    def _route(self, ctx: RequestContext) -> None:
+        """Resolve which upstream a request goes to, and the name it knows the target by."""
+        session, method, params = ctx.session, ctx.method, ctx.params
+        if method not in ROUTED:
+            ctx.server = session.server if method not in _ALWAYS_LOCAL else None
+            return
+        if method in ("tools/call", "prompts/get"):
+            name = params.get("name")
+            if not isinstance(name, str) or not name:
+                raise ProtocolError(ErrorCode.INVALID_PARAMS, f"{method} needs a string 'name'", ctx.id)
+            ctx.server, ctx.target = self._split(session, name, ctx.id)
+        elif method == "completion/complete":
+            given = params.get("ref")
+            ref: dict[str, Any] = given if isinstance(given, dict) else {}
+            if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+                ctx.server, ctx.target = self._split(session, ref["name"], ctx.id)
+            elif isinstance(ref.get("uri"), str):
+                ctx.target = ref["uri"]
+                ctx.server = session.server or resource_owner(ref["uri"], self.servers)
+            else:
+                ctx.server = session.server
+            if ctx.server is None:
+                raise ProtocolError(ErrorCode.INVALID_PARAMS, "completion reference matches no server", ctx.id)
+        else:
+            uri = params.get("uri")
+            if not isinstance(uri, str) or not uri:
+                raise ProtocolError(ErrorCode.INVALID_PARAMS, f"{method} needs a string 'uri'", ctx.id)
+            ctx.target = uri
+            ctx.server = session.server or resource_owner(uri, self.servers)
+            if ctx.server is None:
+                raise ProtocolError(ErrorCode.INVALID_PARAMS, f"no server offers resource {uri!r}", ctx.id,
+                                    {"uri": uri})
+        if ctx.server not in self.servers:
+            raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {ctx.server!r}", ctx.id)
+
+    def _split(self, session: Session, name: str, rid: RequestId) -> tuple[str, str]:
+        if session.server is not None:
+            return session.server, name
+        parts = split(name)
+        if parts is None:
+            raise ProtocolError(ErrorCode.INVALID_PARAMS,
+                                f"{name!r} is not a server__name; this endpoint aggregates several servers", rid)
+        if parts[0] not in self.servers:
+            raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {parts[0]!r}", rid)
+        return parts
+
+    async def _dispatch(self, ctx: RequestContext) -> Message | None:
+        local = _LOCAL.get(ctx.method)
+        if local is not None and (ctx.session.aggregated or ctx.method in _ALWAYS_LOCAL):
+            return await local(self, ctx)
+        if ctx.server is None:
+            if local is not None:
+                return await local(self, ctx)
+            raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {ctx.method}", ctx.id)
+        return await self.forward(ctx)
+
+    async def forward(self, ctx: RequestContext, params: dict[str, Any] | None = None) -> Message | None:
+        """Send the request to its upstream and return the answer under the client's id."""
+        assert ctx.server is not None
+        upstream = self.servers[ctx.server]
+        if upstream.state != "ready" and not await upstream.wait_ready(min(self.options.ready_timeout_s, 30.0)):
+            raise UpstreamError(f"upstream {upstream.name!r} is not available ({upstream.state}: "
+                                f"{upstream.last_error})", "unavailable")
+        if params is None:
+            params = ctx.params
+            if ctx.method in ("tools/call", "prompts/get") and params.get("name") != ctx.target:
+                params = {**params, "name": ctx.target}
+            elif ctx.method == "completion/complete" and ctx.session.aggregated:
+                ref = params.get("ref")
+                if isinstance(ref, dict) and ref.get("type") == "ref/prompt":
+                    params = {**params, "ref": {**ref, "name": ctx.target}}
+        timeout = (ctx.timeout_ms or self.policy.current.default_timeout_ms) / 1000
+        inflight = ctx.session.inflight.get(ctx.id)
+        breaker = upstream.breaker
+        try:
+            response = await upstream.request(ctx.method, params, timeout=timeout, session_id=ctx.session.id,
+                                              downstream_id=ctx.id, emit=ctx.emit,
+                                              on_sent=(lambda uid: setattr(inflight, "upstream_id", uid))
+                                              if inflight else None)
+        except UpstreamError:
+            breaker.failure()
+            raise
+        except asyncio.CancelledError:
+            if inflight is not None and inflight.upstream_id is not None:
+                self.spawn(upstream.cancel(inflight.upstream_id, "client cancelled"))
+            raise
+        breaker.success()
+        response = dict(response)
+        response["id"] = ctx.id
+        if "result" in response:
+            self._after_forward(ctx, upstream, response)
+        return response
+
+    def _after_forward(self, ctx: RequestContext, upstream: UpstreamServer, response: Message) -> None:
+        """Keep the catalog and subscriptions in step with what passed through."""
+        body = response["result"]
+        if not isinstance(body, dict):
+            return
+        if ctx.method == "tools/list" and isinstance(body.get("tools"), list):
+            upstream.catalog.tools.update({t["name"]: t for t in body["tools"]
+                                           if isinstance(t, dict) and isinstance(t.get("name"), str)})
+        elif ctx.method == "prompts/list" and isinstance(body.get("prompts"), list):
+            upstream.catalog.prompts.update({p["name"]: p for p in body["prompts"]
+                                             if isinstance(p, dict) and isinstance(p.get("name"), str)})
+        elif ctx.method == "resources/subscribe":
+            ctx.session.subscriptions.add(ctx.target)
+        elif ctx.method == "resources/unsubscribe":
+            ctx.session.subscriptions.discard(ctx.target)
+
+    def _cancel_upstream(self, inflight: Inflight, reason: str) -> None:
+        if inflight.server and inflight.upstream_id is not None and inflight.server in self.servers:
+            self.spawn(self.servers[inflight.server].cancel(inflight.upstream_id, reason))
+
+    async def _client_notification(self, session: Session, msg: Message) -> None:
+        method = msg["method"]
+        params = msg.get("params") or {}
+        if method == "notifications/initialized":
+            session.initialized = True
+        elif method == "notifications/cancelled":
+            rid = params.get("requestId")
+            inflight = session.inflight.get(rid) if isinstance(rid, int | str) else None
+            if inflight is not None:
+                self._cancel_upstream(inflight, str(params.get("reason") or "cancelled by client"))
+                if inflight.task is not None:
+                    inflight.task.cancel()
+        elif session.server is not None and session.server in self.servers:
+            # Other notifications (roots/list_changed, progress of a server request) pass through.
+            await self.servers[session.server].notify(method, params or None)
+
+    async def _client_response(self, session: Session, msg: Message) -> None:
+        rid = msg.get("id")
+        req = session.server_requests.pop(rid, None) if isinstance(rid, int | str) else None
+        if req is None:
+            log.warning("session %s answered an unknown request id %r", session.id[:8], rid)
+            return
+        upstream = self.servers.get(req.server)
+        if upstream is not None:
+            answer = dict(msg)
+            answer["id"] = req.upstream_id
+            await upstream.respond(answer)
+
+    # ------------------------------------------------------------------ upstream -> clients
+
+    def _target_session(self, upstream: UpstreamServer, pending: Pending | None,
+                        capability: str | None = None) -> tuple[Session, Emit | None] | None:
+        if pending is not None and pending.session_id in self.sessions:
+            return self.sessions[pending.session_id], pending.emit
+        # Unattributed: the session with the most recent request in flight to this server.
+        newest = None
+        for p in upstream.pending.values():
+            if p.session_id in self.sessions:
+                s = self.sessions[p.session_id]
+                if capability is None or s.supports(capability):
+                    newest = (s, p.emit)
+        if newest is not None:
+            return newest
+        for s in self.sessions.values():
+            if (s.server in (None, upstream.name)) and s.kind != "plain" and \
+                    (capability is None or s.supports(capability)):
+                return s, None
+        return None
+
+    def on_upstream_request(self, upstream: UpstreamServer, msg: Message, pending: Pending | None) -> None:
+        self.spawn(self._upstream_request(upstream, msg, pending))
+
+    async def _upstream_request(self, upstream: UpstreamServer, msg: Message, pending: Pending | None) -> None:
+        method, uid = msg["method"], msg["id"]
+        if method == "ping":
+            await upstream.respond(result(uid, {}))
+            return
+        if method == "roots/list" and upstream.spec.roots is not None:
+            roots = [{"uri": r if "://" in r else f"file://{r}"} for r in upstream.spec.roots]
+            await upstream.respond(result(uid, {"roots": roots}))
+            return
+        if method == "sampling/createMessage" and not self.policy.current.allow_sampling:
+            log.warning("[%s] sampling/createMessage refused: allowSampling is false", upstream.name)
+            await upstream.respond(error(uid, ErrorCode.BLOCKED, "Blocked by mcpwall: sampling is disabled by policy",
+                                         {"reasons": ["allowSampling: false"]}))
+            return
+        target = self._target_session(upstream, pending, _CAPABILITY_FOR.get(method))
+        if target is None:
+            await upstream.respond(error(uid, ErrorCode.METHOD_NOT_FOUND,
+                                         f"no connected client can handle {method}"))
+            return
+        session, emit = target
+        downstream_id = session.next_id()
+        session.server_requests[downstream_id] = ServerRequest(upstream.name, uid, method)
+        out = dict(msg)
+        out["id"] = downstream_id
+        delivered = False
+        if emit is not None:
+            with contextlib.suppress(Exception):
+                await emit(out)
+                delivered = True
+        if not delivered:
+            delivered = await session.push(out)
+        if not delivered and session.send is None and session.kind == "plain":
+            session.server_requests.pop(downstream_id, None)
+            await upstream.respond(error(uid, ErrorCode.METHOD_NOT_FOUND, f"client cannot receive {method}"))
+
+    def on_upstream_notification(self, upstream: UpstreamServer, msg: Message, pending: Pending | None) -> None:
+        method = msg["method"]
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        assert params is not None
+        if method == "notifications/progress":
+            entry = upstream.progress.get(str(params.get("progressToken")))
+            if entry is None:
+                return
+            out = notification(method, {**params, "progressToken": entry.progress_token})
+            self.spawn(self._deliver(entry.session_id, entry.emit, out))
+        elif method in ("notifications/tools/list_changed", "notifications/prompts/list_changed",
+                        "notifications/resources/list_changed"):
+            self.spawn(self._list_changed(upstream, method))
+        elif method == "notifications/resources/updated":
+            uri = params.get("uri")
+            for s in list(self.sessions.values()):
+                if uri in s.subscriptions and s.server in (None, upstream.name):
+                    self.spawn(s.push(msg))
+        elif method == "notifications/cancelled":
+            rid = params.get("requestId")
+            for s in list(self.sessions.values()):
+                for did, req in list(s.server_requests.items()):
+                    if req.server == upstream.name and req.upstream_id == rid:
+                        s.server_requests.pop(did, None)
+                        self.spawn(s.push(notification(method, {**params, "requestId": did})))
+        elif pending is not None:
+            self.spawn(self._deliver(pending.session_id, pending.emit, msg))
+        else:
+            for s in list(self.sessions.values()):
+                if s.server in (None, upstream.name) and s.kind != "plain":
+                    self.spawn(s.push(msg))
+
+    async def _deliver(self, session_id: str | None, emit: Emit | None, msg: Message) -> None:
+        if emit is not None:
+            try:
+                await emit(msg)
+                return
+            except Exception:
+                pass
+        session = self.sessions.get(session_id or "")
+        if session is not None:
+            await session.push(msg)
+
+    async def _list_changed(self, upstream: UpstreamServer, method: str) -> None:
+        with contextlib.suppress(UpstreamError):
+            await upstream.refresh_catalog()
+        hook = getattr(self, "on_catalog_changed", None)
+        if callable(hook):
+            hook(upstream)
+        for s in list(self.sessions.values()):
+            if s.server in (None, upstream.name) and s.kind != "plain" and s.initialized:
+                self.spawn(s.push(notification(method)))
+
+    def upstream_restarted(self, upstream: UpstreamServer) -> None:
+        for method in ("notifications/tools/list_changed",):
+            self.spawn(self._list_changed(upstream, method))
+
+    # ------------------------------------------------------------------ status
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "servers": {name: s.status() for name, s in self.servers.items()},
+            "sessions": len(self.sessions),
+            "collisions": collisions(self.servers.values()).as_dict(),
+            "policy": self.policy.status(),
+            "stages": {s.name: s.status() for s in self.pipeline.stages},
+            "stage_seconds": {k: round(v, 6) for k, v in self.pipeline.timings.items()},
+        }
+
+
+# ---------------------------------------------------------------------- local methods
+
+async def _initialize(gw: Gateway, ctx: RequestContext) -> Message:
+    session, params = ctx.session, ctx.params
+    info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+    assert info is not None
+    session.client_name = str(info.get("name", ""))[:200]
+    session.client_version = str(info.get("version", ""))[:100]
+    caps = params.get("capabilities")
+    session.capabilities = caps if isinstance(caps, dict) else {}
+    asked = params.get("protocolVersion")
+    version = asked if asked in SUPPORTED_VERSIONS else LATEST_VERSION
+    session.protocol_version = version
+    if session.server is not None:
+        upstream = gw.servers[session.server]
+        if not await upstream.wait_ready(gw.options.ready_timeout_s):
+            return error(ctx.id, ErrorCode.UPSTREAM_ERROR,
+                         f"upstream {upstream.name!r} is not available: {upstream.last_error}",
+                         {"server": upstream.name, "reason": "unavailable"})
+        body = dict(upstream.init_result)
+        body["protocolVersion"] = version
+        return result(ctx.id, body)
+    caps_out: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
+    upstream_caps = [s.capabilities for s in gw.servers.values()]
+    if any("resources" in c for c in upstream_caps) or not upstream_caps:
+        caps_out["resources"] = {"subscribe": True, "listChanged": True}
+    if any("prompts" in c for c in upstream_caps) or not upstream_caps:
+        caps_out["prompts"] = {"listChanged": True}
+    if any("completions" in c for c in upstream_caps):
+        caps_out["completions"] = {}
+    names = ", ".join(gw.servers) or "none"
+    return result(ctx.id, {
+        "protocolVersion": version,
+        "capabilities": caps_out,
+        "serverInfo": {"name": "mcpwall", "version": __version__},
+        "instructions": f"mcpwall gateway. Tools and prompts are named server__name. Servers: {names}.",
+    })
+
+
+async def _ping(gw: Gateway, ctx: RequestContext) -> Message:
+    return result(ctx.id, {})
+
+
+async def _list(gw: Gateway, ctx: RequestContext) -> Message:
+    """Merged lists from every ready server (each fetched fresh, every page)."""
+    key = _LIST_KEYS[ctx.method]
+    servers = [s for s in gw.servers.values() if s.state == "ready"]
+
+    async def one(s: UpstreamServer) -> list[dict[str, Any]]:
+        if key == "tools" and "tools" not in s.capabilities:
+            return []
+        if key != "tools" and key.startswith(("resource", "prompt")) and \
+                ("resources" if key.startswith("resource") else "prompts") not in s.capabilities:
+            return []
+        try:
+            items = await s._list_all(ctx.method, key)
+        except UpstreamError as exc:
+            log.warning("[%s] %s failed: %s", s.name, ctx.method, exc)
+            return []
+        if key == "tools":
+            s.catalog.tools = {t["name"]: t for t in items if isinstance(t.get("name"), str)}
+        elif key == "prompts":
+            s.catalog.prompts = {p["name"]: p for p in items if isinstance(p.get("name"), str)}
+        elif key == "resources":
+            s.catalog.resources = items
+        else:
+            s.catalog.templates = items
+        if key in ("tools", "prompts"):
+            return [{**i, "name": qualify(s.name, i["name"])} for i in items if isinstance(i.get("name"), str)]
+        return items
+
+    lists = await asyncio.gather(*(one(s) for s in servers))
+    merged: list[dict[str, Any]] = []
+    seen_uris: set[str] = set()
+    for items in lists:
+        for item in items:
+            uri = item.get("uri") or item.get("uriTemplate")
+            if key.startswith("resource") and isinstance(uri, str):
+                if uri in seen_uris:
+                    continue  # a collision: the first server in configuration order keeps it
+                seen_uris.add(uri)
+            merged.append(item)
+    return result(ctx.id, {key: merged})
+
+
+async def _set_level(gw: Gateway, ctx: RequestContext) -> Message:
+    level = ctx.params.get("level")
+    ctx.session.log_level = str(level) if level else None
+    targets = [gw.servers[ctx.session.server]] if ctx.session.server else list(gw.servers.values())
+    for s in targets:
+        if s.state == "ready" and "logging" in s.capabilities:
+            with contextlib.suppress(UpstreamError):
+                await s.request("logging/setLevel", {"level": level}, timeout=10.0)
+    return result(ctx.id, {})
+
+
+async def _discover(gw: Gateway, ctx: RequestContext) -> Message:
+    # We speak the initialize-handshake era to clients; clients fall back on -32601.
+    return error(ctx.id, ErrorCode.METHOD_NOT_FOUND, "Method not found: server/discover")
+
+
+_Local = Callable[[Gateway, RequestContext], Awaitable[Message]]
+_LOCAL: dict[str, _Local] = {
+    "initialize": _initialize,
+    "ping": _ping,
+    "tools/list": _list,
+    "prompts/list": _list,
+    "resources/list": _list,
+    "resources/templates/list": _list,
+    "logging/setLevel": _set_level,
+    "server/discover": _discover,
+}
+#: answered by the gateway even on single-server sessions
+_ALWAYS_LOCAL = frozenset({"initialize", "ping", "server/discover"})
+
+
+__all__ = ["ROUTED", "Emit", "Gateway", "GatewayOptions"]

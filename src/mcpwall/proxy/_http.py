@@ -1,0 +1,449 @@
+"""The HTTP frontends: streamable HTTP (`/mcp`, `/mcp/{server}`), seatbelt's
+plain JSON-RPC route (`POST /{server}`), and the status routes.
+
+This is a raw ASGI app rather than Starlette routes: the relay path is the
+product's hot path, and the framework's per-request objects cost about as
+much as the whole relay (bench/proxy_overhead.py). The dashboard and other
+non-hot routes are mounted as a Starlette app under `/ui`.
+
+A POST carrying a request is answered with `application/json` when the answer
+comes before anything else; if the upstream first sends something related to
+the request (progress, a log message, a sampling or elicitation request), the
+response switches to `text/event-stream` and carries those events, then the
+answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from mcpwall import __version__
+from mcpwall.protocol import (
+    MAX_MESSAGE_BYTES,
+    SUPPORTED_VERSIONS,
+    ErrorCode,
+    Message,
+    ProtocolError,
+    error,
+    parse,
+)
+from mcpwall.proxy._gateway import Gateway
+from mcpwall.proxy._session import Session
+from mcpwall.stages import AuthStage, Reject
+
+log = logging.getLogger("mcpwall.http")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+_JSON = [(b"content-type", b"application/json")]
+_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+_KEEPALIVE_S = 15.0
+SESSION_IDLE_S = 3600.0
+
+
+async def _reply(send: Send, status: int, body: bytes = b"", headers: list[tuple[bytes, bytes]] | None = None,
+                 ) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": (headers or _JSON) + [
+        (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _reply_json(send: Send, status: int, value: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await _reply(send, status, orjson.dumps(value), _JSON + (headers or []))
+
+
+def _sse_event(msg: Message) -> bytes:
+    return b"event: message\ndata: " + orjson.dumps(msg) + b"\n\n"
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            raise ConnectionError("client disconnected")
+        chunk = event.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+        if not event.get("more_body", False):
+            return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+
+class HttpFrontend:
+    """The ASGI application the gateway serves."""
+
+    def __init__(self, gateway: Gateway, auth: AuthStage, *, base_url: str = "",
+                 extra: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None,
+                 metrics: Callable[[], bytes] | None = None) -> None:
+        self.gateway = gateway
+        self.auth = auth
+        self.base_url = base_url
+        self.extra = extra
+        self.metrics = metrics
+        self.started = time.time()
+        self._plain: dict[tuple[str, str, str], Session] = {}
+        self._streams: set[str] = set()
+
+    # ------------------------------------------------------------------ dispatch
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if path == "/health" and method == "GET":
+            await self._health(send, headers)
+            return
+        if path.startswith("/ui") and self.extra is not None:
+            await self.extra(scope, receive, send)
+            return
+        reject, identity = self.auth.admit(headers)
+        if reject is not None:
+            await _reply_json(send, reject.http_status, error(None, reject.code, reject.message))
+            return
+        parts = [p for p in path.split("/") if p]
+        if not parts:
+            await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
+            return
+        if parts[0] == "mcp" and len(parts) <= 2:
+            server = parts[1] if len(parts) == 2 else None
+            if server is not None and server not in self.gateway.servers:
+                await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {server!r}"))
+                return
+            await self._mcp(scope, receive, send, headers, identity, server)
+            return
+        if len(parts) == 1 and parts[0] == "servers" and method == "GET":
+            await _reply_json(send, 200, self._servers(scope, headers))
+            return
+        if len(parts) == 1 and parts[0] == "metrics" and method == "GET" and self.metrics is not None:
+            await _reply(send, 200, self.metrics(), [(b"content-type", b"text/plain; version=0.0.4")])
+            return
+        if len(parts) == 2 and parts[1] == "explain" and method == "POST":
+            await self._explain(receive, send, parts[0], headers, identity)
+            return
+        if len(parts) == 1:
+            if parts[0] not in self.gateway.servers:
+                await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {parts[0]!r}"))
+                return
+            if method == "POST":
+                await self._plain_post(scope, receive, send, parts[0], headers, identity)
+                return
+            if method == "GET":
+                await _reply_json(send, 200, self._server_info(parts[0], scope, headers))
+                return
+        await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            event = await receive()
+            if event["type"] == "lifespan.startup":
+                try:
+                    await self.gateway.start()
+                    self.gateway.spawn(self._expire_sessions())
+                except Exception as exc:
+                    log.exception("gateway failed to start")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif event["type"] == "lifespan.shutdown":
+                with contextlib.suppress(Exception):
+                    await self.gateway.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _expire_sessions(self) -> None:
+        while True:
+            await asyncio.sleep(60)
+            now = time.monotonic()
+            for session in list(self.gateway.sessions.values()):
+                if session.kind == "http" and now - session.last_seen > SESSION_IDLE_S and not session.inflight:
+                    self.gateway.close_session(session)
+
+    # ------------------------------------------------------------------ streamable HTTP
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str],
+                   identity: str | None, server: str | None) -> None:
+        method = scope["method"]
+        sid = headers.get("mcp-session-id")
+        session = self.gateway.sessions.get(sid) if sid else None
+        if session is not None and session.server != server:
+            session = None
+        if method == "DELETE":
+            if session is None:
+                await _reply_json(send, 404, error(None, ErrorCode.INVALID_REQUEST, "Session not found"))
+                return
+            self.gateway.close_session(session)
+            await _reply(send, 200, b"")
+            return
+        if method == "GET":
+            await self._get_stream(receive, send, session, headers)
+            return
+        if method != "POST":
+            await _reply_json(send, 405, error(None, ErrorCode.INVALID_REQUEST, "Method not allowed"),
+                              [(b"allow", b"GET, POST, DELETE")])
+            return
+        try:
+            raw = await _read_body(receive, MAX_MESSAGE_BYTES)
+        except _BodyTooLarge:
+            await _reply_json(send, 413, error(None, ErrorCode.INVALID_REQUEST,
+                                               f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
+            return
+        except ConnectionError:
+            return
+        try:
+            msg = parse(raw)
+        except ProtocolError as exc:
+            await _reply_json(send, 400, exc.to_message())
+            return
+        is_init = msg.get("method") == "initialize" and "id" in msg
+        if is_init:
+            session = self.gateway.open_session("http", server, peer=_peer(scope),
+                                                agent=headers.get("x-agent-id") or identity or "",
+                                                process_name=headers.get("x-mcpwall-process", ""))
+        elif session is None:
+            status = 404 if sid else 400
+            text = "Session not found" if sid else "Bad Request: Mcp-Session-Id header is required"
+            await _reply_json(send, status, error(msg.get("id") if isinstance(msg.get("id"), int | str) else None,
+                                                  ErrorCode.INVALID_REQUEST, text))
+            return
+        else:
+            version = headers.get("mcp-protocol-version")
+            if version is not None and version not in SUPPORTED_VERSIONS:
+                await _reply_json(send, 400, error(None, ErrorCode.INVALID_REQUEST,
+                                                   f"Unsupported MCP-Protocol-Version: {version}"))
+                return
+        assert session is not None
+        session.last_seen = time.monotonic()
+        extra = [(b"mcp-session-id", session.id.encode())]
+        if "method" in msg and "id" in msg:
+            await self._serve_request(receive, send, session, msg, len(raw), extra)
+            return
+        reply = await self.gateway.handle(session, msg)
+        if reply is not None:  # an invalid message
+            await _reply_json(send, 400, reply, extra)
+            return
+        await _reply(send, 202, b"", extra)
+
+    async def _serve_request(self, receive: Receive, send: Send, session: Session, msg: Message, size: int,
+                             extra: list[tuple[bytes, bytes]]) -> None:
+        """Answer with JSON, or upgrade to SSE as soon as a related message must go first."""
+        streaming = False
+        lock = asyncio.Lock()
+        handler = asyncio.current_task()
+        watcher: asyncio.Task[None] | None = None
+
+        async def watch_disconnect() -> None:
+            while True:
+                event = await receive()
+                if event["type"] == "http.disconnect":
+                    if handler is not None:
+                        handler.cancel()
+                    return
+
+        async def emit(related: Message) -> None:
+            nonlocal streaming, watcher
+            async with lock:
+                if not streaming:
+                    streaming = True
+                    await send({"type": "http.response.start", "status": 200, "headers": _SSE + extra})
+                    watcher = asyncio.ensure_future(watch_disconnect())
+                await send({"type": "http.response.body", "body": _sse_event(related), "more_body": True})
+
+        try:
+            response = await self.gateway.handle_request(session, msg, emit, bytes_in=size)
+        except asyncio.CancelledError:
+            if streaming:
+                return
+            raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+        async with lock:
+            if streaming:
+                body = _sse_event(response) if response is not None else b""
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+            elif response is None:
+                await _reply(send, 202, b"", extra)
+            else:
+                await _reply(send, _status_for(response), orjson.dumps(response), _JSON + extra)
+
+    async def _get_stream(self, receive: Receive, send: Send, session: Session | None,
+                          headers: dict[str, str]) -> None:
+        if session is None:
+            status = 404 if headers.get("mcp-session-id") else 400
+            await _reply_json(send, status, error(None, ErrorCode.INVALID_REQUEST, "Session not found"))
+            return
+        if "text/event-stream" not in headers.get("accept", "text/event-stream"):
+            await _reply_json(send, 406, error(None, ErrorCode.INVALID_REQUEST, "Accept: text/event-stream needed"))
+            return
+        if session.id in self._streams:
+            await _reply_json(send, 409, error(None, ErrorCode.INVALID_REQUEST,
+                                               "a GET stream is already open for this session"))
+            return
+        self._streams.add(session.id)
+        queue: asyncio.Queue[Message] = asyncio.Queue()
+
+        async def push(msg: Message) -> None:
+            queue.put_nowait(msg)
+
+        disconnected = asyncio.ensure_future(_wait_disconnect(receive))
+        try:
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [*_SSE, (b"mcp-session-id", session.id.encode())]})
+            await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
+            for msg in session.drain_buffer():
+                await send({"type": "http.response.body", "body": _sse_event(msg), "more_body": True})
+            session.send = push
+            while not disconnected.done() and not session.closed:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, disconnected}, timeout=_KEEPALIVE_S,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    await send({"type": "http.response.body", "body": _sse_event(getter.result()),
+                                "more_body": True})
+                else:
+                    getter.cancel()
+                    if not done:
+                        await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
+        except (OSError, RuntimeError):
+            pass
+        finally:
+            if session.send is push:
+                session.send = None
+            self._streams.discard(session.id)
+            disconnected.cancel()
+            with contextlib.suppress(Exception):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    # ------------------------------------------------------------------ seatbelt's plain route
+
+    def _plain_session(self, server: str, identity: str, peer: str, headers: dict[str, str]) -> Session:
+        agent = headers.get("x-agent-id") or identity
+        key = (server, agent, headers.get("x-mcpwall-client", ""))
+        session = self._plain.get(key)
+        if session is None or session.closed:
+            if len(self._plain) > 10_000:
+                self._plain.clear()
+            session = self.gateway.open_session("plain", server, peer=peer, agent=agent,
+                                                client_name=headers.get("x-mcpwall-client", ""),
+                                                process_name=headers.get("x-mcpwall-process", ""))
+            session.initialized = True
+            self._plain[key] = session
+        return session
+
+    async def _plain_post(self, scope: Scope, receive: Receive, send: Send, server: str, headers: dict[str, str],
+                          identity: str | None) -> None:
+        try:
+            raw = await _read_body(receive, MAX_MESSAGE_BYTES)
+            msg = parse(raw)
+        except _BodyTooLarge:
+            await _reply_json(send, 413, error(None, ErrorCode.INVALID_REQUEST,
+                                               f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
+            return
+        except ConnectionError:
+            return
+        except ProtocolError as exc:
+            await _reply_json(send, 400, exc.to_message())
+            return
+        session = self._plain_session(server, identity or "", _peer(scope), headers)
+        session.last_seen = time.monotonic()
+        if "method" in msg and "id" in msg:
+            response = await self.gateway.handle_request(session, msg, None, bytes_in=len(raw))
+        else:
+            response = await self.gateway.handle(session, msg)
+        if response is None:
+            await _reply(send, 202, b"")
+        else:
+            await _reply(send, _status_for(response), orjson.dumps(response))
+
+    async def _explain(self, receive: Receive, send: Send, server: str, headers: dict[str, str],
+                       identity: str | None) -> None:
+        from mcpwall.proxy._explain import explain
+
+        try:
+            body = orjson.loads(await _read_body(receive, MAX_MESSAGE_BYTES))
+        except (orjson.JSONDecodeError, _BodyTooLarge, ConnectionError):
+            await _reply_json(send, 400, error(None, ErrorCode.PARSE_ERROR, "explain needs a JSON body"))
+            return
+        if server not in self.gateway.servers and server != "_":
+            await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {server!r}"))
+            return
+        try:
+            out = explain(self.gateway, server, body, agent=headers.get("x-agent-id") or identity or "")
+        except ValueError as exc:
+            await _reply_json(send, 400, error(None, ErrorCode.INVALID_PARAMS, str(exc)))
+            return
+        await _reply_json(send, 200, out)
+
+    # ------------------------------------------------------------------ status
+
+    def _base(self, scope: Scope, headers: dict[str, str]) -> str:
+        if self.base_url:
+            return self.base_url
+        host = headers.get("host") or "127.0.0.1"
+        return f"{scope.get('scheme', 'http')}://{host}"
+
+    def _server_info(self, name: str, scope: Scope, headers: dict[str, str]) -> dict[str, Any]:
+        base = self._base(scope, headers)
+        s = self.gateway.servers[name]
+        return {**s.status(), "proxy_url": f"{base}/{name}", "mcp_url": f"{base}/mcp/{name}",
+                "original": s.spec.url or " ".join([s.spec.command or "", *s.spec.args]).strip(),
+                "risk": getattr(s, "risk", None)}
+
+    def _servers(self, scope: Scope, headers: dict[str, str]) -> dict[str, Any]:
+        status = self.gateway.status()
+        return {"servers": [self._server_info(n, scope, headers) for n in self.gateway.servers],
+                "aggregate_url": f"{self._base(scope, headers)}/mcp", "collisions": status["collisions"]}
+
+    async def _health(self, send: Send, headers: dict[str, str]) -> None:
+        servers = self.gateway.servers.values()
+        healthy = all(s.state == "ready" for s in servers)
+        out: dict[str, Any] = {"status": "ok" if healthy else "degraded", "version": __version__,
+                               "uptime_s": round(time.time() - self.started, 1)}
+        if self.auth.insecure_no_auth or self.auth.identify(headers.get("authorization")) is not None:
+            out.update(self.gateway.status())
+        await _reply_json(send, 200, out)
+
+
+def _status_for(response: Message) -> int:
+    """HTTP status of a JSON-RPC answer: 200, except for rejections that carry their own."""
+    err = response.get("error")
+    if not isinstance(err, dict):
+        return 200
+    code = err.get("code")
+    return 401 if code == ErrorCode.UNAUTHORIZED else 429 if code == ErrorCode.RATE_LIMITED else 200
+
+
+def _peer(scope: Scope) -> str:
+    client = scope.get("client")
+    return f"{client[0]}" if client else ""
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            return
+
+
+__all__ = ["HttpFrontend", "Reject"]

@@ -1,0 +1,101 @@
+"""Running the stage list over one request (see `mcpwall.stages` for the hooks)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from mcpwall.protocol import ErrorCode, Message, error
+from mcpwall.proxy._upstream import UpstreamError
+from mcpwall.stages import Reject, RequestContext, Stage
+
+log = logging.getLogger("mcpwall.pipeline")
+
+Dispatch = Callable[[RequestContext], Awaitable[Message | None]]
+
+
+def _overrides(stage: Stage, hook: str) -> bool:
+    return getattr(type(stage), hook) is not getattr(Stage, hook)
+
+
+class Pipeline:
+    """The ordered stages, with each hook's list precomputed so no-op hooks cost nothing."""
+
+    def __init__(self, stages: Sequence[Stage]) -> None:
+        self.stages = list(stages)
+        self._request = [s for s in self.stages if _overrides(s, "on_request")]
+        self._response = [s for s in self.stages if _overrides(s, "on_response")]
+        self._complete = [s for s in self.stages if _overrides(s, "on_complete")]
+        self.timings: dict[str, float] = {s.name: 0.0 for s in self.stages}
+
+    def find(self, name: str) -> Stage | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    async def run(self, ctx: RequestContext, dispatch: Dispatch) -> Message | None:
+        """Request hooks, dispatch, response hooks. Returns the message to answer with."""
+        clock = time.perf_counter
+        for stage in self._request:
+            t0 = clock()
+            try:
+                verdict = await stage.on_request(ctx)
+            except Exception as exc:
+                verdict = self._failed(ctx, stage, exc)
+            self.timings[stage.name] += clock() - t0
+            if verdict is not None:
+                return self._reject(ctx, verdict)
+        t0 = clock()
+        try:
+            response = await dispatch(ctx)
+        except UpstreamError as exc:
+            ctx.outcome = "timeout" if exc.reason == "timeout" else "failed"
+            ctx.error_message = str(exc)
+            response = error(ctx.id, exc.code, str(exc), {"server": ctx.server, "reason": exc.reason})
+        finally:
+            if ctx.server is not None:
+                ctx.upstream_ms = (clock() - t0) * 1000
+        if response is None:
+            if ctx.outcome == "pending":
+                ctx.outcome = "cancelled"
+            return None
+        if ctx.outcome == "pending":
+            if "error" in response:
+                ctx.outcome = "error"
+                err = response["error"]
+                ctx.error_message = str(err.get("message")) if isinstance(err, dict) else str(err)
+            else:
+                ctx.outcome = "ok"
+        for stage in self._response:
+            t0 = clock()
+            try:
+                response = await stage.on_response(ctx, response)
+            except Exception as exc:
+                response = self._reject(ctx, self._failed(ctx, stage, exc))
+            self.timings[stage.name] += clock() - t0
+        ctx.response = response
+        return response
+
+    def _failed(self, ctx: RequestContext, stage: Stage, exc: Exception) -> Reject:
+        # Fail closed: a broken stage denies, and the ledger says why.
+        log.exception("stage %s failed on %s", stage.name, ctx.method)
+        ctx.notes["stage_error"] = f"{stage.name}: {exc.__class__.__name__}: {exc}"
+        return Reject(ErrorCode.BLOCKED, f"Blocked by mcpwall: stage {stage.name!r} failed",
+                      {"stage": stage.name, "reasons": [ctx.notes["stage_error"]]})
+
+    def _reject(self, ctx: RequestContext, verdict: Reject) -> Message:
+        ctx.outcome = verdict.outcome
+        ctx.error_message = verdict.message
+        ctx.notes.setdefault("http_status", verdict.http_status)
+        response = error(ctx.id, verdict.code, verdict.message, verdict.data)
+        ctx.response = response
+        return response
+
+    def complete(self, ctx: RequestContext) -> None:
+        for stage in self._complete:
+            try:
+                stage.on_complete(ctx)
+            except Exception:
+                log.exception("stage %s failed in on_complete", stage.name)
+
+
+__all__ = ["Dispatch", "Pipeline"]

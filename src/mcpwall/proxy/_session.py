@@ -1,0 +1,110 @@
+"""Downstream sessions: one per connected client (HTTP session, stdio, or plain route).
+
+A session knows who the client is (clientInfo, agent id, process name), what
+it negotiated (protocol version, capabilities), which server it is bound to
+(None for the aggregated `/mcp`), and how to reach it outside a request
+(`send`: the GET stream of streamable HTTP, or stdout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpwall.protocol import Message, RequestId
+
+log = logging.getLogger("mcpwall.session")
+
+Send = Callable[[Message], Awaitable[None]]
+#: messages buffered for a session whose outbound channel is not open
+MAX_BUFFERED = 200
+
+
+@dataclass
+class Inflight:
+    """A client request currently being served."""
+
+    server: str | None
+    upstream_id: RequestId | None = None
+    task: asyncio.Task[Any] | None = None
+
+
+@dataclass
+class ServerRequest:
+    """A server-to-client request we forwarded to this session."""
+
+    server: str
+    upstream_id: RequestId
+    method: str
+
+
+@dataclass
+class Session:
+    kind: str  # "http", "stdio", "plain", "frame"
+    server: str | None = None
+    id: str = field(default_factory=lambda: secrets.token_hex(16))
+    client_name: str = ""
+    client_version: str = ""
+    agent: str = ""
+    process_name: str = ""
+    peer: str = ""
+    protocol_version: str = ""
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    initialized: bool = False
+    send: Send | None = None
+    inflight: dict[RequestId, Inflight] = field(default_factory=dict)
+    server_requests: dict[RequestId, ServerRequest] = field(default_factory=dict)
+    subscriptions: set[str] = field(default_factory=set)
+    log_level: str | None = None
+    created: float = field(default_factory=time.time)
+    last_seen: float = field(default_factory=time.monotonic)
+    closed: bool = False
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _buffer: deque[Message] = field(default_factory=lambda: deque(maxlen=MAX_BUFFERED))
+
+    @property
+    def aggregated(self) -> bool:
+        return self.server is None
+
+    def next_id(self) -> str:
+        """Ids for requests the gateway sends this client; never clash with the client's own."""
+        return f"mcpwall-{next(self._ids)}"
+
+    def supports(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    async def push(self, message: Message) -> bool:
+        """Deliver a message outside any request; buffer it if no channel is open."""
+        if self.closed:
+            return False
+        if self.send is None:
+            self._buffer.append(message)
+            return False
+        try:
+            await self.send(message)
+            return True
+        except Exception as exc:
+            log.info("session %s: outbound channel failed: %s", self.id[:8], exc)
+            self.send = None
+            self._buffer.append(message)
+            return False
+
+    def drain_buffer(self) -> list[Message]:
+        items = list(self._buffer)
+        self._buffer.clear()
+        return items
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "server": self.server, "client": self.client_name,
+                "agent": self.agent, "process": self.process_name, "protocol_version": self.protocol_version,
+                "inflight": len(self.inflight), "created": self.created}
+
+
+__all__ = ["Inflight", "ServerRequest", "Session"]

@@ -1,0 +1,117 @@
+"""The stdio frontend: one session over this process's stdin/stdout.
+
+Used by `mcpwall proxy --stdio` (all servers aggregated) and `mcpwall wrap`
+(one server, names unchanged). stdout carries only protocol messages; logs
+go to stderr. Requests are served concurrently; writes are serialised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+
+import orjson
+
+from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, ProtocolError, error, parse
+from mcpwall.proxy._gateway import Gateway
+from mcpwall.proxy._session import Session
+
+log = logging.getLogger("mcpwall.stdio")
+
+
+class StdioFrontend:
+    def __init__(self, gateway: Gateway, server: str | None = None, *, agent: str = "",
+                 process_name: str = "") -> None:
+        self.gateway = gateway
+        self.server = server
+        self.agent = agent
+        self.process_name = process_name
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def _write(self, msg: Message) -> None:
+        data = orjson.dumps(msg) + b"\n"
+        async with self._lock:
+            assert self._writer is not None
+            self._writer.write(data)
+            await self._writer.drain()
+
+    async def serve(self, reader: asyncio.StreamReader | None = None,
+                    writer: asyncio.StreamWriter | None = None) -> None:
+        """Serve until stdin closes; then shut the gateway down."""
+        if reader is None or writer is None:
+            reader, writer = await _stdio_streams()
+        self._writer = writer
+        session = self.gateway.open_session("stdio", self.server, agent=self.agent,
+                                            process_name=self.process_name or "", peer="stdio")
+        session.send = self._write
+        try:
+            while True:
+                try:
+                    line = await reader.readuntil(b"\n")
+                except asyncio.IncompleteReadError as exc:
+                    if exc.partial.strip():
+                        await self._one(session, exc.partial)
+                    break
+                except asyncio.LimitOverrunError:
+                    await self._skip_long_line(reader)
+                    await self._write(error(None, ErrorCode.INVALID_REQUEST,
+                                            f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
+                    continue
+                if line.strip():
+                    await self._one(session, line)
+        finally:
+            for task in list(self._tasks):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(task, 5.0)
+            self.gateway.close_session(session)
+
+    async def _skip_long_line(self, reader: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                await reader.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as exc:
+                await reader.readexactly(exc.consumed)
+            except asyncio.IncompleteReadError:
+                return
+
+    async def _one(self, session: Session, raw: bytes) -> None:
+        try:
+            msg = parse(raw)
+        except ProtocolError as exc:
+            await self._write(exc.to_message())
+            return
+        if "method" in msg and "id" in msg:
+            task = asyncio.create_task(self._request(session, msg, len(raw)))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        reply = await self.gateway.handle(session, msg)
+        if reply is not None:
+            await self._write(reply)
+
+    async def _request(self, session: Session, msg: Message, size: int) -> None:
+        try:
+            response = await self.gateway.handle_request(session, msg, None, bytes_in=size)
+        except asyncio.CancelledError:
+            return
+        if response is not None:
+            await self._write(response)
+
+
+async def _stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES + 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    return reader, writer
+
+
+__all__ = ["StdioFrontend"]

@@ -1,0 +1,63 @@
+"""The gateway's bearer token: from the environment, a file, or generated once.
+
+Never from the command line: argv is readable by every user on the machine.
+A generated token is written to `<home>/run/gateway.token` with mode 0600
+(directory 0700) and reused on later starts.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from mcpwall.errors import ConfigError
+
+TOKEN_ENV = "MCPWALL_TOKEN"
+
+
+def token_path(home: Path) -> Path:
+    return home / "run" / "gateway.token"
+
+
+def write_secret(path: Path, value: str) -> None:
+    """Create a file readable only by this user, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(value + "\n")
+    os.replace(tmp, path)
+
+
+def read_secret(path: Path) -> str:
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read token file {path}: {exc}") from exc
+    if not value:
+        raise ConfigError(f"token file {path} is empty")
+    mode = path.stat().st_mode & 0o077
+    if mode:
+        raise ConfigError(f"token file {path} is readable by others (mode {oct(path.stat().st_mode & 0o777)}); "
+                          f"run: chmod 600 {path}")
+    return value
+
+
+def load_token(home: Path, token_file: Path | None) -> tuple[str, str]:
+    """(token, where it came from). Generates one on first start."""
+    env = os.environ.get(TOKEN_ENV)
+    if env:
+        return env.strip(), f"${TOKEN_ENV}"
+    if token_file is not None:
+        return read_secret(token_file), str(token_file)
+    path = token_path(home)
+    if path.exists():
+        return read_secret(path), str(path)
+    token = secrets.token_urlsafe(32)
+    write_secret(path, token)
+    return token, str(path)
+
+
+__all__ = ["TOKEN_ENV", "load_token", "read_secret", "token_path", "write_secret"]

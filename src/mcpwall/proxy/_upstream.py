@@ -1,0 +1,383 @@
+"""One upstream MCP server: handshake, request ids, timeouts, breaker, restarts.
+
+The gateway is the upstream's one client: it sends `initialize` (a full MCP
+handshake, which mcp-seatbelt skipped), keeps the tool, resource and prompt
+lists it gets back, and multiplexes every downstream session over this one
+connection. Request ids are ours (integers per upstream), so ids from
+different sessions never collide; `Pending` remembers whose request each is.
+
+When a stdio server dies, every pending request fails at once with an
+UPSTREAM_ERROR and the server is restarted with exponential backoff, at most
+`MAX_RESTARTS` times in a row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mcpwall import __version__
+from mcpwall.policy import ServerSpec
+from mcpwall.protocol import LATEST_VERSION, ErrorCode, Message, RequestId, error, notification
+from mcpwall.transports import Transport, TransportError, transport_for
+
+if TYPE_CHECKING:
+    from mcpwall.proxy._gateway import Gateway
+
+log = logging.getLogger("mcpwall.upstream")
+
+MAX_RESTARTS = 5
+INIT_TIMEOUT_S = 90.0
+LIST_PAGES = 50
+BREAKER_THRESHOLD = 5
+BREAKER_OPEN_S = 30.0
+
+
+class UpstreamError(Exception):
+    """A request could not be answered by the upstream; carries the JSON-RPC error data."""
+
+    def __init__(self, message: str, reason: str, code: int = ErrorCode.UPSTREAM_ERROR) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
+
+
+class CircuitBreaker:
+    """Closed -> open after N consecutive failures -> half-open probe after a pause."""
+
+    def __init__(self, threshold: int = BREAKER_THRESHOLD, open_seconds: float = BREAKER_OPEN_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.threshold = threshold
+        self.open_seconds = open_seconds
+        self._clock = clock
+        self.failures = 0
+        self.opened_at: float | None = None
+        self._probing = False
+
+    @property
+    def state(self) -> str:
+        if self.opened_at is None:
+            return "closed"
+        return "half-open" if self._clock() - self.opened_at >= self.open_seconds else "open"
+
+    def allow(self) -> bool:
+        state = self.state
+        if state == "closed":
+            return True
+        if state == "half-open" and not self._probing:
+            self._probing = True
+            return True
+        return False
+
+    def success(self) -> None:
+        self.failures = 0
+        self.opened_at = None
+        self._probing = False
+
+    def failure(self) -> None:
+        self.failures += 1
+        if self._probing or self.failures >= self.threshold:
+            self.opened_at = self._clock()
+        self._probing = False
+
+
+@dataclass(slots=True)
+class Pending:
+    """A request we sent upstream and are waiting on."""
+
+    future: asyncio.Future[Message]
+    method: str
+    session_id: str | None
+    downstream_id: RequestId | None
+    progress_token: Any = None
+    emit: Any = None
+
+
+@dataclass
+class Catalog:
+    """What the upstream offers, as of its last list answers."""
+
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class UpstreamServer:
+    """A named upstream and its single connection."""
+
+    def __init__(self, name: str, spec: ServerSpec, gateway: Gateway,
+                 transport_factory: Callable[[], Transport] | None = None) -> None:
+        self.name = name
+        self.spec = spec
+        self.gateway = gateway
+        self._factory = transport_factory or (lambda: transport_for(name, spec))
+        self.transport: Transport | None = None
+        self.state = "stopped"
+        self.last_error: str | None = None
+        self.init_result: dict[str, Any] = {}
+        self.catalog = Catalog()
+        self.breaker = CircuitBreaker()
+        self.restarts = 0
+        self._ids = itertools.count(1)
+        self.pending: dict[RequestId, Pending] = {}
+        self.progress: dict[str, Pending] = {}
+        self._ready = asyncio.Event()
+        self._stopping = False
+        self._restart_task: asyncio.Task[None] | None = None
+        self._generation = 0
+        self.started_at: float | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        caps = self.init_result.get("capabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    async def start(self) -> None:
+        """Connect and handshake; on failure, schedule a restart and return."""
+        self._stopping = False
+        self._generation += 1
+        generation = self._generation
+        self.state = "starting"
+        self._ready.clear()
+        transport = self._factory()
+        self.transport = transport
+        try:
+            await transport.connect(lambda m, r: self._on_message(m, r, generation),
+                                    lambda exc: self._on_closed(exc, generation))
+            result = await self._call("initialize", {
+                "protocolVersion": LATEST_VERSION,
+                "capabilities": self.gateway.upstream_capabilities(self.name),
+                "clientInfo": {"name": "mcpwall", "version": __version__},
+            }, timeout=INIT_TIMEOUT_S)
+            self.init_result = result
+            if hasattr(transport, "protocol_version"):
+                # Streamable HTTP sends the negotiated version on every later request.
+                transport.protocol_version = str(result.get("protocolVersion", LATEST_VERSION))
+            await transport.send(notification("notifications/initialized"))
+            self.state = "ready"
+            self.started_at = time.time()
+            self.last_error = None
+            await self.refresh_catalog()
+            self._ready.set()
+            log.info("[%s] ready (%s) %s", self.name, transport.description,
+                     self.init_result.get("serverInfo", {}))
+        except (TransportError, UpstreamError, OSError) as exc:
+            self.last_error = str(exc)
+            log.error("[%s] failed to start: %s", self.name, exc)
+            self.state = "failed"
+            await self._close_transport()
+            self._schedule_restart()
+
+    async def wait_ready(self, timeout: float) -> bool:
+        if self.state == "ready":
+            return True
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        return self.state == "ready"
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._restart_task is not None:
+            self._restart_task.cancel()
+        self._fail_all("gateway is shutting down", "stopped")
+        await self._close_transport()
+        self.state = "stopped"
+
+    async def _close_transport(self) -> None:
+        transport, self.transport = self.transport, None
+        if transport is not None:
+            with contextlib.suppress(Exception):
+                await transport.close()
+
+    def _on_closed(self, reason: BaseException | None, generation: int) -> None:
+        if generation != self._generation or self._stopping:
+            return
+        self.last_error = str(reason) if reason else "connection closed"
+        log.warning("[%s] upstream connection lost: %s", self.name, self.last_error)
+        self.state = "failed"
+        self._ready.clear()
+        self._fail_all(f"upstream {self.name!r} exited: {self.last_error}", "exited")
+        self.breaker.failure()
+        self._schedule_restart()
+
+    def _schedule_restart(self) -> None:
+        if self._stopping or (self._restart_task is not None and not self._restart_task.done()):
+            return
+        if self.restarts >= MAX_RESTARTS:
+            log.error("[%s] giving up after %d restarts", self.name, self.restarts)
+            self.state = "down"
+            return
+        delay = min(2.0 ** self.restarts, 30.0)
+        self.restarts += 1
+        self._restart_task = asyncio.create_task(self._restart_after(delay))
+
+    async def _restart_after(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        await self._close_transport()
+        if not self._stopping:
+            log.info("[%s] restarting (attempt %d of %d)", self.name, self.restarts, MAX_RESTARTS)
+            await self.start()
+            if self.state == "ready":
+                self.restarts = 0
+                self.gateway.upstream_restarted(self)
+
+    # ------------------------------------------------------------------ requests
+
+    def _fail_all(self, message: str, reason: str) -> None:
+        pending, self.pending = self.pending, {}
+        self.progress.clear()
+        for p in pending.values():
+            if not p.future.done():
+                p.future.set_exception(UpstreamError(message, reason))
+
+    async def _call(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """A request of the gateway's own (handshake, lists); returns the result or raises."""
+        response = await self.request(method, params, timeout=timeout)
+        if "error" in response:
+            err = response["error"]
+            raise UpstreamError(f"{method} failed: {err.get('message', err)}", "error")
+        result = response.get("result")
+        return result if isinstance(result, dict) else {}
+
+    async def request(self, method: str, params: dict[str, Any] | None, *, timeout: float,
+                      session_id: str | None = None, downstream_id: RequestId | None = None,
+                      emit: Any = None, on_sent: Callable[[int], None] | None = None) -> Message:
+        """Send a request and wait for its response message (result or error).
+
+        Progress tokens are replaced by our request id so that two sessions using
+        the same token cannot collide; the original is restored on the way back.
+        """
+        transport = self.transport
+        if transport is None or self.state not in ("ready", "starting"):
+            raise UpstreamError(f"upstream {self.name!r} is not available ({self.state}: {self.last_error})",
+                                "unavailable")
+        uid = next(self._ids)
+        if on_sent is not None:
+            on_sent(uid)
+        loop = asyncio.get_running_loop()
+        entry = Pending(loop.create_future(), method, session_id, downstream_id, emit=emit)
+        out_params = params
+        meta = params.get("_meta") if params else None
+        if isinstance(meta, dict) and "progressToken" in meta:
+            entry.progress_token = meta["progressToken"]
+            out_params = {**params, "_meta": {**meta, "progressToken": f"mcpwall-{uid}"}}  # type: ignore[dict-item]
+            self.progress[f"mcpwall-{uid}"] = entry
+        message: Message = {"jsonrpc": "2.0", "id": uid, "method": method}
+        if out_params is not None:
+            message["params"] = out_params
+        self.pending[uid] = entry
+        try:
+            await transport.send(message)
+            return await asyncio.wait_for(entry.future, timeout)
+        except TimeoutError:
+            await self.cancel(uid, "timed out")
+            raise UpstreamError(f"upstream {self.name!r} did not answer {method} within {timeout:g} s",
+                                "timeout") from None
+        except TransportError as exc:
+            raise UpstreamError(str(exc), "transport") from exc
+        finally:
+            self.pending.pop(uid, None)
+            if entry.progress_token is not None:
+                self.progress.pop(f"mcpwall-{uid}", None)
+
+    async def cancel(self, uid: RequestId, reason: str) -> None:
+        """Tell the upstream we no longer want request `uid`."""
+        entry = self.pending.pop(uid, None)
+        if entry is not None and not entry.future.done():
+            entry.future.cancel()
+        await self.notify("notifications/cancelled", {"requestId": uid, "reason": reason})
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        if self.transport is None:
+            return
+        with contextlib.suppress(TransportError):
+            await self.transport.send(notification(method, params))
+
+    async def respond(self, message: Message) -> None:
+        """Send our answer to a server-to-client request."""
+        if self.transport is not None:
+            with contextlib.suppress(TransportError):
+                await self.transport.send(message)
+
+    def _on_message(self, msg: Message, related: RequestId | None, generation: int) -> None:
+        if generation != self._generation:
+            return
+        if "method" in msg:
+            if "id" in msg:
+                self.gateway.on_upstream_request(self, msg, self.pending.get(related) if related is not None
+                                                 else None)
+            else:
+                self.gateway.on_upstream_notification(self, msg, self.pending.get(related)
+                                                      if related is not None else None)
+            return
+        rid = msg.get("id")
+        entry = self.pending.get(rid) if isinstance(rid, int | str) else None
+        if entry is None:
+            log.warning("[%s] dropped a response with unknown id %r", self.name, rid)
+            return
+        if not entry.future.done():
+            entry.future.set_result(msg)
+
+    # ------------------------------------------------------------------ catalog
+
+    async def refresh_catalog(self) -> None:
+        """Fetch tools, resources, templates and prompts (every page) the server offers."""
+        caps = self.capabilities
+        catalog = Catalog()
+        if "tools" in caps:
+            catalog.tools = {t["name"]: t for t in await self._list_all("tools/list", "tools")
+                             if isinstance(t.get("name"), str)}
+        if "resources" in caps:
+            catalog.resources = await self._list_all("resources/list", "resources")
+            with contextlib.suppress(UpstreamError):
+                catalog.templates = await self._list_all("resources/templates/list", "resourceTemplates")
+        if "prompts" in caps:
+            catalog.prompts = {p["name"]: p for p in await self._list_all("prompts/list", "prompts")
+                               if isinstance(p.get("name"), str)}
+        self.catalog = catalog
+
+    async def _list_all(self, method: str, key: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor = None
+        for _ in range(LIST_PAGES):
+            result = await self._call(method, {"cursor": cursor} if cursor else {}, timeout=30.0)
+            page = result.get(key)
+            if isinstance(page, list):
+                items += [i for i in page if isinstance(i, dict)]
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "transport": self.transport.description if self.transport else None,
+            "server_info": self.init_result.get("serverInfo"),
+            "protocol_version": self.init_result.get("protocolVersion"),
+            "tools": len(self.catalog.tools),
+            "resources": len(self.catalog.resources),
+            "prompts": len(self.catalog.prompts),
+            "circuit": self.breaker.state,
+            "restarts": self.restarts,
+            "last_error": self.last_error,
+            "pending": len(self.pending),
+        }
+
+
+def upstream_error_response(request_id: RequestId, exc: UpstreamError, server: str) -> Message:
+    return error(request_id, exc.code, str(exc), {"server": server, "reason": exc.reason})
+
+
+__all__ = ["MAX_RESTARTS", "CircuitBreaker", "Pending", "UpstreamError", "UpstreamServer",
+           "upstream_error_response"]

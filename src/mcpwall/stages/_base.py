@@ -1,0 +1,100 @@
+"""Pipeline stages: small classes with one hook each, run in one ordered list.
+
+A stage is a class with a `name` and any of three hooks:
+
+- `on_request(ctx)`: fires for every client request the gateway is about to
+  dispatch, in pipeline order, after the envelope was parsed and the target
+  server resolved. Return a `Reject` to stop the request with a JSON-RPC
+  error; return None to let it continue. May rewrite `ctx.params`.
+- `on_response(ctx, response)`: fires with the upstream's (or the gateway's
+  local) answer, in pipeline order; returns the response to pass on.
+- `on_complete(ctx)`: fires once when the request has ended, whatever the
+  outcome (answered, rejected, failed, timed out): `ctx.outcome` says which.
+  Observers only (ledger, metrics, notifications); must not raise.
+
+Stages fail closed: an exception in `on_request` or `on_response` becomes a
+deny (BLOCKED) with the error recorded in `ctx.notes["stage_error"]`
+(mitmproxy logs and carries on; we do not).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from mcpwall.protocol import ErrorCode, Message, RequestId
+
+if TYPE_CHECKING:
+    from mcpwall.policy import Decision
+    from mcpwall.proxy._gateway import Emit, Gateway
+    from mcpwall.proxy._session import Session
+
+
+@dataclass(slots=True)
+class Reject:
+    """Stop a request: the JSON-RPC error to answer with, and the HTTP status for HTTP routes."""
+
+    code: int
+    message: str
+    data: dict[str, Any] | None = None
+    http_status: int = 200
+    #: the outcome recorded for this rejection (ledger `decision`)
+    outcome: str = "deny"
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """Everything known about one client request as it crosses the pipeline."""
+
+    gateway: Gateway
+    session: Session
+    message: Message
+    method: str
+    id: RequestId
+    params: dict[str, Any]
+    #: the upstream server this request is routed to (None: answered by the gateway)
+    server: str | None = None
+    #: the name the upstream knows (tool or prompt name without the `server__` prefix, or a URI)
+    target: str = ""
+    emit: Emit | None = None
+    decision: Decision | None = None
+    timeout_ms: int | None = None
+    started: float = field(default_factory=time.perf_counter)
+    started_wall: float = field(default_factory=time.time)
+    upstream_ms: float | None = None
+    #: "ok", "error" (the upstream answered with an error), "deny", "ask-denied", "timeout",
+    #: "failed" (transport), "rejected" (auth, rate, protocol), "cancelled"
+    outcome: str = "pending"
+    response: Message | None = None
+    error_message: str | None = None
+    #: per-stage annotations for the ledger (e.g. DLP redactions) and timings
+    notes: dict[str, Any] = field(default_factory=dict)
+    bytes_in: int = 0
+    bytes_out: int = 0
+
+
+class Stage:
+    """Base class: override only the hooks a stage needs (the pipeline skips the rest)."""
+
+    name: ClassVar[str] = "stage"
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        return None
+
+    async def on_response(self, ctx: RequestContext, response: Message) -> Message:
+        return response
+
+    def on_complete(self, ctx: RequestContext) -> None:
+        return None
+
+    def status(self) -> dict[str, Any]:
+        """Counters for /health and /metrics."""
+        return {}
+
+
+def blocked(message: str, **data: Any) -> Reject:
+    return Reject(ErrorCode.BLOCKED, message, data or None)
+
+
+__all__ = ["Reject", "RequestContext", "Stage", "blocked"]

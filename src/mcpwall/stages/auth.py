@@ -1,0 +1,85 @@
+"""Authentication: a bearer token on every HTTP request, and Origin/Host checks.
+
+The token comes from `MCPWALL_TOKEN`, `--token-file`, or is generated on first
+start into `<home>/run/gateway.token` (mode 0600); see `mcpwall.proxy._token`.
+Host and Origin are checked even without a token, against DNS rebinding: a
+browser page on another origin must not reach a loopback gateway.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcpwall.protocol import ErrorCode
+from mcpwall.stages._base import Reject, Stage
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+def _host_only(value: str) -> str:
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value.split("]", 1)[0] + "]"
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class AuthStage(Stage):
+    name = "auth"
+
+    def __init__(self, tokens: Mapping[str, str] | None = None, *, insecure_no_auth: bool = False,
+                 allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = ()) -> None:
+        #: token -> identity (the agent id a token stands for; "" for the gateway token)
+        self.tokens = dict(tokens or {})
+        self.insecure_no_auth = insecure_no_auth
+        self.allowed_hosts = LOOPBACK_HOSTS | {_host_only(h) for h in allowed_hosts}
+        self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
+        self.rejected = 0
+
+    def identify(self, authorization: str | None) -> str | None:
+        """The identity of a valid bearer token, else None."""
+        if not authorization or authorization[:7].lower() != "bearer ":
+            return None
+        presented = authorization[7:].strip().encode()
+        for token, identity in self.tokens.items():
+            if hmac.compare_digest(presented, token.encode()):
+                return identity
+        return None
+
+    def admit(self, headers: Mapping[str, str]) -> tuple[Reject | None, str | None]:
+        """Check one HTTP request's headers: (rejection or None, token identity)."""
+        host = headers.get("host")
+        if host is not None and _host_only(host) not in self.allowed_hosts:
+            self.rejected += 1
+            return Reject(ErrorCode.UNAUTHORIZED, f"Forbidden: Host {host!r} is not allowed (DNS rebinding guard)",
+                          http_status=403, outcome="rejected"), None
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_ok(origin):
+            self.rejected += 1
+            return Reject(ErrorCode.UNAUTHORIZED, f"Forbidden: Origin {origin!r} is not allowed",
+                          http_status=403, outcome="rejected"), None
+        if self.insecure_no_auth:
+            return None, None
+        identity = self.identify(headers.get("authorization"))
+        if identity is None:
+            self.rejected += 1
+            return Reject(ErrorCode.UNAUTHORIZED, "Unauthorized: a valid bearer token is required",
+                          http_status=401, outcome="rejected"), None
+        return None, identity
+
+    def _origin_ok(self, origin: str) -> bool:
+        if origin.rstrip("/").lower() in self.allowed_origins:
+            return True
+        try:
+            host = urlsplit(origin).hostname or ""
+        except ValueError:
+            return False
+        return host.lower() in LOOPBACK_HOSTS
+
+    def status(self) -> dict[str, Any]:
+        return {"rejected": self.rejected, "auth": "off (insecure)" if self.insecure_no_auth else "bearer"}
+
+
+__all__ = ["LOOPBACK_HOSTS", "AuthStage"]

@@ -1,0 +1,44 @@
+"""Circuit breaker: stop sending to an upstream that keeps failing.
+
+Five consecutive failures (timeouts, transport errors, crashes) open the
+circuit for 30 s; then one probe request is let through (half-open): success
+closes it, failure opens it again. The breaker lives on the upstream
+(`UpstreamServer.breaker`) so that failures seen outside a request count too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mcpwall.protocol import ErrorCode
+from mcpwall.stages._base import Reject, RequestContext, Stage
+
+
+class CircuitStage(Stage):
+    name = "circuit"
+
+    def __init__(self) -> None:
+        self.tripped = 0
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        if ctx.server is None:
+            return None
+        upstream = ctx.gateway.servers.get(ctx.server)
+        if upstream is None or upstream.breaker.allow():
+            return None
+        self.tripped += 1
+        b = upstream.breaker
+        return Reject(ErrorCode.CIRCUIT_OPEN, f"Circuit open for server {ctx.server!r}: too many failures",
+                      {"server": ctx.server, "failures": b.failures, "retry_after_s": b.open_seconds},
+                      http_status=503, outcome="circuit_open")
+
+    def status(self) -> dict[str, Any]:
+        return {"tripped": self.tripped}
+
+
+def build(config: Mapping[str, Any], settings: Any = None) -> CircuitStage:
+    return CircuitStage()
+
+
+__all__ = ["CircuitStage", "build"]

@@ -1,0 +1,121 @@
+"""The policy stage: decide tools/call, resources/read|subscribe and prompts/get.
+
+deny -> BLOCKED (-32001) with the reasons and rule ids in `error.data`; the
+upstream never sees the call. ask -> held until a person answers (through
+`gateway.approvals`, when the approval service is running), denied otherwise.
+redact -> the named argument keys are removed before forwarding. rewrite ->
+arguments replaced by the rule's template. warn -> logged, allowed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from mcpwall.policy import Call, Context, evaluate, prepare, redact_arguments
+from mcpwall.protocol import ErrorCode
+from mcpwall.stages._base import Reject, RequestContext, Stage
+from mcpwall.stages.hooks import run_hooks
+
+log = logging.getLogger("mcpwall.policy")
+
+POLICED = frozenset({"tools/call", "resources/read", "resources/subscribe", "prompts/get"})
+_TEMPLATE = re.compile(r"\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}")
+
+
+def call_for(ctx: RequestContext) -> Call:
+    """The policy's view of a request."""
+    params = ctx.params
+    session = ctx.session
+    description = ""
+    if ctx.method in ("tools/call", "resources/read", "resources/subscribe"):
+        arguments = params.get("arguments") if ctx.method == "tools/call" else params
+    else:
+        arguments = params.get("arguments")
+    if ctx.server is not None and ctx.method == "tools/call":
+        upstream = ctx.gateway.servers.get(ctx.server)
+        if upstream is not None:
+            tool = upstream.catalog.tools.get(ctx.target)
+            if tool is not None and isinstance(tool.get("description"), str):
+                description = tool["description"]
+    return Call(method=ctx.method, name=ctx.target, arguments=arguments if isinstance(arguments, dict) else {},
+                server=ctx.server or "", description=description, client=session.client_name,
+                agent=session.agent, session=session.id)
+
+
+def render(template: Any, arguments: dict[str, Any]) -> Any:
+    """Substitute `{{args.NAME}}` in a rewrite template (strings at any depth)."""
+    if isinstance(template, str):
+        whole = _TEMPLATE.fullmatch(template.strip())
+        if whole:
+            return arguments.get(whole.group(1))
+        return _TEMPLATE.sub(lambda m: str(arguments.get(m.group(1), "")), template)
+    if isinstance(template, dict):
+        return {k: render(v, arguments) for k, v in template.items()}
+    if isinstance(template, list):
+        return [render(v, arguments) for v in template]
+    return template
+
+
+class PolicyStage(Stage):
+    name = "policy"
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        if ctx.method not in POLICED:
+            return None
+        policy = ctx.gateway.policy.current
+        call = call_for(ctx)
+        facts = prepare(call)
+        decision = evaluate(policy, facts, Context(now=datetime.now().astimezone(),
+                                                   requests_last_minute=ctx.notes.get("requests_last_minute", 1)))
+        ctx.decision = decision
+        ctx.timeout_ms = decision.timeout_ms
+        self.counts[decision.action] = self.counts.get(decision.action, 0) + 1
+        data = {"reasons": list(decision.reasons), "rule_ids": list(decision.rule_ids),
+                "revision": decision.revision, "mode": decision.mode}
+        if decision.action == "deny":
+            return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + "; ".join(decision.reasons), data)
+        if decision.action == "ask":
+            approvals = getattr(ctx.gateway, "approvals", None)
+            if approvals is None:
+                return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: this call needs approval and no approval "
+                              "channel is running", {**data, "approval": "unavailable"}, outcome="ask-denied")
+            verdict: Reject | None = await approvals.hold(ctx, decision)
+            if verdict is not None:
+                return verdict
+        if decision.warned or decision.action == "warn":
+            log.warning("warn %s/%s: %s", ctx.server, ctx.target, "; ".join(decision.reasons))
+        params = ctx.params
+        args = params.get("arguments") if isinstance(params.get("arguments"), dict) else None
+        if decision.redacted_keys:
+            if ctx.method in ("tools/call", "prompts/get") and args is not None:
+                params = {**params, "arguments": redact_arguments(args, decision.redacted_keys)}
+            else:
+                params = redact_arguments(params, decision.redacted_keys)
+            log.warning("redacted %s from %s/%s", ", ".join(decision.redacted_keys), ctx.server, ctx.target)
+        if decision.rewrite and "arguments" in decision.rewrite and ctx.method in ("tools/call", "prompts/get"):
+            given = params.get("arguments")
+            current: dict[str, Any] = given if isinstance(given, dict) else {}
+            rendered = render(decision.rewrite["arguments"], dict(current))
+            params = {**params, "arguments": {**current, **rendered}}
+        pre = [h for phase, h in decision.hooks if phase == "preprocess"]
+        if pre and isinstance(params.get("arguments"), dict):
+            params = {**params, "arguments": run_hooks(pre, params["arguments"])}
+        ctx.params = params
+        return None
+
+    def status(self) -> dict[str, Any]:
+        return {"decisions": dict(self.counts)}
+
+
+def build(config: Mapping[str, Any], settings: Any = None) -> PolicyStage:
+    return PolicyStage()
+
+
+__all__ = ["POLICED", "PolicyStage", "build", "call_for", "render"]

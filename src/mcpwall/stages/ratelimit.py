@@ -1,0 +1,86 @@
+"""Per-client rate limit: a sliding one-minute window in one-second buckets.
+
+The client is the session's agent or client name plus its peer address. The
+count also feeds the policy's `contextCondition.maxRequestsPerMinute`.
+Default: 6,000 requests a minute per client (mcp-seatbelt's 100 blocks any
+real agent session); 0 disables the limit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mcpwall.protocol import ErrorCode
+from mcpwall.stages._base import Reject, RequestContext, Stage
+
+DEFAULT_PER_MINUTE = 6000
+
+
+class _Window:
+    __slots__ = ("buckets", "second", "total")
+
+    def __init__(self, now: int) -> None:
+        self.buckets = [0] * 60
+        self.second = now
+        self.total = 0
+
+    def hit(self, now: int) -> int:
+        gap = now - self.second
+        if gap >= 60:
+            self.buckets = [0] * 60
+            self.total = 0
+        else:
+            for s in range(self.second + 1, now + 1):
+                slot = s % 60
+                self.total -= self.buckets[slot]
+                self.buckets[slot] = 0
+        self.second = max(self.second, now)
+        self.buckets[now % 60] += 1
+        self.total += 1
+        return self.total
+
+
+class RateLimitStage(Stage):
+    name = "ratelimit"
+
+    def __init__(self, per_minute: int = DEFAULT_PER_MINUTE, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_minute = per_minute
+        self._clock = clock
+        self._windows: dict[str, _Window] = {}
+        self.limited = 0
+
+    def key(self, ctx: RequestContext) -> str:
+        s = ctx.session
+        return f"{s.agent or s.client_name or s.id}@{s.peer}"
+
+    def count(self, key: str) -> int:
+        now = int(self._clock())
+        window = self._windows.get(key)
+        if window is None:
+            if len(self._windows) > 100_000:
+                self._windows.clear()
+            window = self._windows[key] = _Window(now)
+        return window.hit(now)
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        n = self.count(self.key(ctx))
+        ctx.notes["requests_last_minute"] = n
+        if self.per_minute and n > self.per_minute:
+            self.limited += 1
+            return Reject(ErrorCode.RATE_LIMITED, f"Rate limit exceeded: {self.per_minute} requests per minute",
+                          {"limit": self.per_minute, "window_s": 60}, http_status=429, outcome="rate_limited")
+        return None
+
+    def status(self) -> dict[str, Any]:
+        return {"per_minute": self.per_minute, "limited": self.limited, "clients": len(self._windows)}
+
+
+def build(config: Mapping[str, Any], settings: Any = None) -> RateLimitStage:
+    """`stages: {ratelimit: {requestsPerMinute: N}}` in policy.yaml; 0 switches it off."""
+    section = (config.get("stages") or {}).get("ratelimit") or {}
+    return RateLimitStage(int(section.get("requestsPerMinute", DEFAULT_PER_MINUTE)))
+
+
+__all__ = ["DEFAULT_PER_MINUTE", "RateLimitStage", "build"]

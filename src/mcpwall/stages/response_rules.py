@@ -1,0 +1,72 @@
+"""Response rules: `target: response` rules and postprocess hooks on tool results.
+
+deny withholds the result (BLOCKED, the content is not sent); redact masks the
+matching text; rewrite replaces the content; postprocess hooks transform it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from mcpwall.policy import Context, evaluate_response, prepare, redact_text
+from mcpwall.protocol import ErrorCode, Message, error
+from mcpwall.stages._base import RequestContext, Stage
+from mcpwall.stages.hooks import _map_strings, run_hooks
+from mcpwall.stages.policy import call_for
+
+log = logging.getLogger("mcpwall.policy")
+
+
+class ResponseRulesStage(Stage):
+    name = "response_rules"
+
+    def __init__(self) -> None:
+        self.withheld = 0
+        self.masked = 0
+
+    async def on_response(self, ctx: RequestContext, response: Message) -> Message:
+        if ctx.method != "tools/call" or not isinstance(response.get("result"), dict):
+            return response
+        body = response["result"]
+        post = [h for phase, h in ctx.decision.hooks if phase == "postprocess"] if ctx.decision else []
+        if post:
+            body = run_hooks(post, body)
+        policy = ctx.gateway.policy.current
+        if policy.response_rules:
+            base = call_for(ctx)
+            facts = prepare(type(base)(method=base.method, name=base.name, arguments={}, server=base.server,
+                                       description=base.description, client=base.client, agent=base.agent,
+                                       session=base.session, result=body))
+            decision = evaluate_response(policy, facts, Context(now=datetime.now().astimezone()))
+            if decision.rule_ids:
+                ctx.notes["response_decision"] = decision.as_dict()
+            if decision.action == "deny":
+                self.withheld += 1
+                ctx.outcome = "deny"
+                return error(ctx.id, ErrorCode.BLOCKED, "Blocked by mcpwall: the response was withheld; "
+                             + "; ".join(decision.reasons), {"reasons": list(decision.reasons),
+                                                             "rule_ids": list(decision.rule_ids), "phase": "response"})
+            if decision.action == "redact":
+                rules = [r for r in policy.response_rules if r.id in decision.redacted_keys]
+                body = _map_strings(body, lambda s: redact_text(rules, s))
+                self.masked += 1
+            elif decision.action == "rewrite" and decision.rewrite and "result" in decision.rewrite:
+                body = {"content": [{"type": "text", "text": str(decision.rewrite["result"])}]}
+            elif decision.warned:
+                log.warning("response warn %s/%s: %s", ctx.server, ctx.target, "; ".join(decision.reasons))
+        if body is response["result"]:
+            return response
+        return {**response, "result": body}
+
+    def status(self) -> dict[str, Any]:
+        return {"withheld": self.withheld, "masked": self.masked}
+
+
+def build(config: Mapping[str, Any], settings: Any = None) -> ResponseRulesStage:
+    return ResponseRulesStage()
+
+
+__all__ = ["ResponseRulesStage", "build"]

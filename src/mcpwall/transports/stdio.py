@@ -1,0 +1,196 @@
+"""Spawn a stdio MCP server and exchange newline-delimited JSON with it.
+
+- Only an allow-listed environment is passed (as the SDK's stdio client does),
+  plus the server's own `env` from the policy.
+- stderr goes to the gateway's log, one line at a time, never into the protocol.
+- Lines that are not JSON (a server printing banners to stdout) are logged and
+  skipped; a line over the size bound is discarded without buffering it whole.
+- Shutdown: close stdin, wait a grace period, SIGTERM the process group, wait,
+  then SIGKILL it, so `npx` wrappers and their children all go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Mapping, Sequence
+
+import orjson
+
+from mcpwall.protocol import MAX_MESSAGE_BYTES, Message
+from mcpwall.transports.base import OnClosed, OnMessage, TransportClosed, TransportError
+
+log = logging.getLogger("mcpwall.upstream")
+
+#: Environment variables passed to every stdio server (the SDK's list, plus locale and temp dir).
+DEFAULT_ENV_KEYS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR",
+                    "XDG_RUNTIME_DIR")
+_GRACE_SECONDS = 2.0
+
+
+def default_environment() -> dict[str, str]:
+    env = {}
+    for key in DEFAULT_ENV_KEYS:
+        value = os.environ.get(key)
+        if value is not None and not value.startswith("()"):  # skip exported shell functions
+            env[key] = value
+    return env
+
+
+class StdioTransport:
+    """A child process speaking MCP over its stdin/stdout."""
+
+    def __init__(self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None,
+                 cwd: str | None = None, name: str = "", wrapper: Sequence[str] = ()) -> None:
+        self.command = command
+        self.args = list(args)
+        self.env = dict(env or {})
+        self.cwd = cwd
+        self.name = name
+        #: A command prefix (e.g. bubblewrap) that confines the server.
+        self.wrapper = list(wrapper)
+        self.description = "stdio: " + " ".join([command, *self.args])
+        self._proc: asyncio.subprocess.Process | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closed = False
+        self._on_closed: OnClosed | None = None
+        self.pid: int | None = None
+
+    async def connect(self, on_message: OnMessage, on_closed: OnClosed) -> None:
+        env = {**default_environment(), **self.env}
+        argv = [*self.wrapper, self.command, *self.args]
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, cwd=self.cwd, start_new_session=True,
+                limit=MAX_MESSAGE_BYTES + 1024)
+        except (OSError, ValueError) as exc:
+            raise TransportError(f"cannot start {argv[0]!r}: {exc}") from exc
+        self.pid = self._proc.pid
+        self._on_closed = on_closed
+        assert self._proc.stdout is not None
+        assert self._proc.stderr is not None
+        self._tasks = [asyncio.create_task(self._read(self._proc.stdout, on_message)),
+                       asyncio.create_task(self._stderr(self._proc.stderr))]
+
+    async def _read(self, stdout: asyncio.StreamReader, on_message: OnMessage) -> None:
+        reason: BaseException | None = None
+        try:
+            while True:
+                try:
+                    line = await stdout.readuntil(b"\n")
+                except asyncio.IncompleteReadError as exc:
+                    if exc.partial.strip():
+                        self._deliver(exc.partial, on_message)
+                    break
+                except asyncio.LimitOverrunError:
+                    await self._discard_long_line(stdout)
+                    continue
+                self._deliver(line, on_message)
+        except Exception as exc:  # the reader must never die silently
+            reason = exc
+        finally:
+            code = await self._wait_exit()
+            if reason is None and not self._closed:
+                reason = TransportError(f"server process exited (code {code})")
+            if self._on_closed is not None and not self._closed:
+                self._on_closed(reason)
+
+    async def _discard_long_line(self, stdout: asyncio.StreamReader) -> None:
+        log.warning("[%s] discarded a stdout line over %d bytes", self.name, MAX_MESSAGE_BYTES)
+        while True:
+            try:
+                await stdout.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as exc:
+                await stdout.readexactly(exc.consumed)
+            except asyncio.IncompleteReadError:
+                return
+
+    def _deliver(self, line: bytes, on_message: OnMessage) -> None:
+        line = line.strip()
+        if not line:
+            return
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            log.warning("[%s] ignored non-JSON stdout line: %s", self.name, line[:200].decode("utf-8", "replace"))
+            return
+        if not isinstance(msg, dict):
+            log.warning("[%s] ignored non-object JSON on stdout", self.name)
+            return
+        try:
+            on_message(msg, None)
+        except Exception:
+            log.exception("[%s] error handling an upstream message", self.name)
+
+    async def _stderr(self, stderr: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                line = await stderr.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue
+            except Exception:
+                return
+            if not line:
+                return
+            log.info("[%s] %s", self.name, line.decode("utf-8", "replace").rstrip())
+
+    async def _wait_exit(self) -> int | None:
+        """The exit code once stdout has closed; a process that lingers is reported as None."""
+        if self._proc is None:
+            return None
+        with contextlib.suppress(Exception):
+            return await asyncio.wait_for(self._proc.wait(), _GRACE_SECONDS)
+        return None
+
+    async def send(self, message: Message) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None or self._closed or proc.returncode is not None:
+            raise TransportClosed(f"{self.name}: server process is not running")
+        try:
+            proc.stdin.write(orjson.dumps(message) + b"\n")
+            if proc.stdin.transport.get_write_buffer_size() > 256 * 1024:
+                await proc.stdin.drain()
+        except (ConnectionError, RuntimeError, AttributeError) as exc:
+            raise TransportClosed(f"{self.name}: cannot write to server: {exc}") from exc
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            if proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), _GRACE_SECONDS)
+            except TimeoutError:
+                self._signal_group(signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(proc.wait(), _GRACE_SECONDS)
+                except TimeoutError:
+                    self._signal_group(signal.SIGKILL)
+                    with contextlib.suppress(Exception):
+                        await proc.wait()
+        else:
+            # The server is gone; make sure no child it left behind survives.
+            self._signal_group(signal.SIGKILL)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def _signal_group(self, sig: int) -> None:
+        if self.pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+
+__all__ = ["DEFAULT_ENV_KEYS", "StdioTransport", "default_environment"]

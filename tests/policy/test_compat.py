@@ -1,0 +1,108 @@
+"""Each deliberate difference from mcp-seatbelt, one test each (docs/COMPATIBILITY.md).
+
+Strategy: state seatbelt's behaviour in the docstring, then assert ours on the
+same policy text. Numbers match the sections of docs/COMPATIBILITY.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mcpwall.errors import PolicyError
+from mcpwall.policy import PolicyEngine, compile_policy, load_policy
+from tests.policy.helpers import WEEKEND, WORKDAY, compile_text, decide, rules
+
+
+def test_c1_default_action_applies_only_when_no_rule_matches() -> None:
+    """Seatbelt starts from defaultAction, so under `deny` its allow rules are dead."""
+    default = PolicyEngine.from_template("default").compiled
+    assert decide(default, "write_file", {"path": "/workspace/notes.md"}).action == "allow"
+    assert decide(default, "write_file", {"path": "/tmp/notes.md"}, now=WORKDAY).action == "allow"
+    assert decide(default, "write_file", {"path": "/tmp/notes.md"}, now=WEEKEND).action == "deny"
+    # deny still beats allow:
+    assert decide(default, "write_file", {"path": "/workspace/../etc/passwd"}, now=WORKDAY).action == "deny"
+    # and a warn rule under a warn or deny default really warns rather than being swallowed:
+    p = compile_text(rules("id: w\ntarget: command\nmatch: exact\nvalues: [t]\naction: warn"))
+    assert decide(p, "t").action == "warn"
+
+
+def test_c2_every_command_honours_extends(write_policy: Callable[..., Path]) -> None:
+    """Seatbelt's simulate and test-policy ignore `extends`."""
+    write_policy("rules:\n  - {id: base-deny, target: command, match: exact, values: [rm], action: deny}\n",
+                 "base.yaml")
+    top = write_policy("extends: base.yaml\ndefaultAction: allow\n")
+    assert decide(compile_policy(load_policy(top)), "rm").rule_ids == ("base-deny",)
+
+
+def test_c3_client_and_agent_identity_reach_the_decision() -> None:
+    """Seatbelt's proxy passes no client, so clientIn never applies in production."""
+    p = compile_text(rules("id: c\ntarget: command\nmatch: exact\nvalues: [t]\naction: deny\n"
+                           "contextCondition: {clientIn: [cursor]}", default="allow"))
+    assert decide(p, "t", client="cursor").action == "deny"
+    assert decide(p, "t", client="zed").action == "allow"
+
+
+def test_c4_an_allowlisted_tool_is_still_redacted() -> None:
+    """Seatbelt returns `allow` for allowlisted tools before redaction."""
+    p = compile_text(rules("id: r\ntarget: command\nmatch: contains\nvalues: [password]\naction: redact")
+                     .replace("tools: []", "tools: [login]"))
+    d = decide(p, "login", {"password": "hunter2"})
+    assert (d.action, d.redacted_keys) == ("redact", ("password",))
+
+
+def test_c5_arguments_are_walked_at_every_depth_including_numbers() -> None:
+    """Seatbelt looks one level deep and skips numbers and booleans."""
+    p = compile_text(rules("id: etc\ntarget: file\nmatch: pattern\nvalues: ['^/etc/']\naction: deny",
+                           "id: port\ntarget: argValue\nmatch: exact\nvalues: ['6379']\naction: deny",
+                           default="allow"))
+    assert decide(p, "t", {"a": {"b": {"c": ["/etc/shadow"]}}}).action == "deny"
+    assert decide(p, "t", {"opts": {"port": 6379}}).action == "deny"
+
+
+def test_c6_one_case_rule_for_patterns_and_constraints() -> None:
+    """Seatbelt: patterns ignore case, argConstraints regexes do not, exact is case-sensitive."""
+    p = compile_text(rules("id: d\ntarget: command\nmatch: exact\nvalues: [rm]\naction: deny",
+                           "id: a\ntarget: file\nmatch: pattern\nvalues: ['^/srv/']\naction: allow\n"
+                           "argConstraints: [{argName: path, constraint: regex, values: ['^/srv/app/']}]"))
+    assert decide(p, "RM").action == "deny"  # restrictive: any case
+    assert decide(p, "put", {"path": "/srv/app/x"}).action == "allow"
+    assert decide(p, "put", {"path": "/SRV/app/x"}).action == "deny"  # permissive: exact case
+
+
+def test_c7_an_invalid_regex_refuses_the_policy(write_policy: Callable[..., Path]) -> None:
+    """Seatbelt catches the exception and the rule silently never matches."""
+    path = write_policy("rules:\n  - {id: bad, target: file, match: pattern, values: ['[a-'], action: deny}\n")
+    with pytest.raises(PolicyError, match="invalid regex") as info:
+        compile_policy(load_policy(path))
+    assert (info.value.line, info.value.rule_id) == (2, "bad")
+
+
+def test_c12_constraints_on_absent_arguments_do_not_deny() -> None:
+    """Seatbelt denies when *any* constrained argument is missing, so its own
+    allow-workspace-filesystem rule (constraints on filePath AND path) never allows."""
+    default = PolicyEngine.from_template("default").compiled
+    assert decide(default, "read_file", {"path": "/workspace/a"}).action == "allow"
+    assert decide(default, "read_file", {"filePath": "/workspace/a"}).action == "allow"
+
+
+def test_c13_a_profile_rule_cannot_reuse_a_corp_rule_id(write_policy: Callable[..., Path]) -> None:
+    write_policy("rules:\n  - {id: x, tools: [rm], action: deny}\n", "corp.yaml")
+    with pytest.raises(PolicyError, match="corp"):
+        load_policy(write_policy("corp: corp.yaml\nrules:\n  - {id: x, tools: [rm], action: allow}\n"))
+
+
+def test_c14_redaction_names_nested_keys() -> None:
+    """Seatbelt redacts only top-level argument keys."""
+    p = compile_text(rules("id: r\ntarget: command\nmatch: contains\nvalues: [token]\naction: redact",
+                           default="allow"))
+    assert decide(p, "t", {"auth": {"token": "x"}, "list": [{"refresh_token": "y"}]}).redacted_keys == (
+        "auth.token", "list[0].refresh_token")
+
+
+def test_c15_allowlisted_tools_may_be_qualified_by_server() -> None:
+    p = compile_text(rules().replace("tools: []", "tools: ['fs__read_file']"))
+    assert decide(p, "read_file", server="fs").action == "allow"
+    assert decide(p, "read_file", server="other").action == "deny"
