@@ -39,6 +39,7 @@ from mcpwall.proxy._policystore import PolicyStore
 from mcpwall.proxy._session import Inflight, ServerRequest, Session
 from mcpwall.proxy._upstream import Pending, UpstreamError, UpstreamServer
 from mcpwall.stages import RequestContext, Stage
+from mcpwall.state import MemoryStateStore, StateStore
 
 log = logging.getLogger("mcpwall.gateway")
 
@@ -71,14 +72,17 @@ class Gateway:
             name: UpstreamServer(name, spec, self) for name, spec in servers.items() if not spec.disabled}
         self.sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Shared durable state (honeytokens, pins, approvals): the ledger when one is
+        #: configured, else memory (see mcpwall.state).
+        self.state: StateStore = MemoryStateStore()
         for stage in stages:
-            bind = getattr(stage, "bind", None)
-            if callable(bind):
-                bind(self)
+            stage.bind(self)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
+        for stage in self.pipeline.stages:
+            await stage.start()
         await asyncio.gather(*(s.start() for s in self.servers.values()))
 
     async def stop(self) -> None:
@@ -87,6 +91,11 @@ class Gateway:
         await asyncio.gather(*(s.stop() for s in self.servers.values()), return_exceptions=True)
         for task in list(self._tasks):
             task.cancel()
+        for stage in reversed(self.pipeline.stages):
+            try:
+                await stage.stop()
+            except Exception:
+                log.exception("stage %s failed to stop", stage.name)
 
     def spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)

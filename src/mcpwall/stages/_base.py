@@ -12,6 +12,9 @@ A stage is a class with a `name` and any of three hooks:
   outcome (answered, rejected, failed, timed out): `ctx.outcome` says which.
   Observers only (ledger, metrics, notifications); must not raise.
 
+Lifecycle: `bind(gateway)` when the gateway is built, `start()` before the
+upstreams connect, `stop()` at shutdown (after the frontends close).
+
 Stages fail closed: an exception in `on_request` or `on_response` becomes a
 deny (BLOCKED) with the error recorded in `ctx.notes["stage_error"]`
 (mitmproxy logs and carries on; we do not).
@@ -86,6 +89,18 @@ class Stage:
         return response
 
     def on_complete(self, ctx: RequestContext) -> None:
+        return None
+
+    def bind(self, gateway: Gateway) -> None:
+        """Called once when the gateway is built, before it starts."""
+        return None
+
+    async def start(self) -> None:
+        """Called when the gateway starts, before any upstream connects (open files, connections)."""
+        return None
+
+    async def stop(self) -> None:
+        """Called when the gateway stops, after the frontends closed (flush, close)."""
         return None
 
     def status(self) -> dict[str, Any]:
