@@ -75,6 +75,8 @@ class Gateway:
         #: Shared durable state (honeytokens, pins, approvals): the ledger when one is
         #: configured, else memory (see mcpwall.state).
         self.state: StateStore = MemoryStateStore()
+        #: Observers of every message in and out of every session (forensic capture).
+        self.taps: list[Callable[[Session, str, Message], None]] = []
         for stage in stages:
             stage.bind(self)
 
@@ -116,6 +118,7 @@ class Gateway:
 
     def open_session(self, kind: str, server: str | None = None, **fields: Any) -> Session:
         session = Session(kind=kind, server=server, **fields)
+        session.observer = self.tap
         self.sessions[session.id] = session
         return session
 
@@ -138,12 +141,31 @@ class Gateway:
 
     # ------------------------------------------------------------------ client -> gateway
 
+    def _tapped(self, session: Session, emit: Emit) -> Emit:
+        async def emit_and_tap(msg: Message) -> None:
+            self.tap(session, "out", msg)
+            await emit(msg)
+
+        return emit_and_tap
+
+    def tap(self, session: Session, direction: str, msg: Message) -> None:
+        """Show one message to the taps (forensic capture): direction "in" (client to gateway) or "out"."""
+        for tap in self.taps:
+            try:
+                tap(session, direction, msg)
+            except Exception:
+                log.exception("tap failed")
+
     async def handle(self, session: Session, msg: Message, emit: Emit | None = None) -> Message | None:
         """Handle one message from a client; returns the response to a request, else None."""
         try:
             kind = classify(msg)
         except ProtocolError as exc:
+            if self.taps:
+                self.tap(session, "in", msg)
             return exc.to_message()
+        if self.taps and kind != "request":
+            self.tap(session, "in", msg)
         if kind == "request":
             return await self.handle_request(session, msg, emit)
         if kind == "notification":
@@ -154,6 +176,10 @@ class Gateway:
 
     async def handle_request(self, session: Session, msg: Message, emit: Emit | None = None,
                              bytes_in: int = 0) -> Message | None:
+        if self.taps:
+            self.tap(session, "in", msg)
+            if emit is not None:
+                emit = self._tapped(session, emit)
         params = msg.get("params") or {}
         ctx = RequestContext(self, session, msg, msg["method"], msg["id"], params, emit=emit, bytes_in=bytes_in)
         task = asyncio.current_task()
@@ -173,7 +199,9 @@ class Gateway:
             raise
         finally:
             session.inflight.pop(ctx.id, None)
-            self.pipeline.complete(ctx)
+            if ctx.response is not None and self.taps:
+                self.tap(session, "out", ctx.response)
+            await self.pipeline.complete(ctx)
 
     def _route(self, ctx: RequestContext) -> None:
         """Resolve which upstream a request goes to, and the name it knows the target by."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -90,10 +91,13 @@ class Pipeline:
         ctx.response = response
         return response
 
-    def complete(self, ctx: RequestContext) -> None:
+    async def complete(self, ctx: RequestContext) -> None:
+        """Run the observers; an observer may be async (a ledger in strict mode awaits its commit)."""
         for stage in self._complete:
             try:
-                stage.on_complete(ctx)
+                outcome = stage.on_complete(ctx)
+                if inspect.isawaitable(outcome):
+                    await outcome
             except Exception:
                 log.exception("stage %s failed in on_complete", stage.name)
 

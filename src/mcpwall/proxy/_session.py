@@ -66,6 +66,8 @@ class Session:
     created: float = field(default_factory=time.time)
     last_seen: float = field(default_factory=time.monotonic)
     closed: bool = False
+    #: sees every message pushed to the client (the gateway's taps)
+    observer: Callable[[Session, str, Message], None] | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _buffer: deque[Message] = field(default_factory=lambda: deque(maxlen=MAX_BUFFERED))
 
@@ -84,6 +86,8 @@ class Session:
         """Deliver a message outside any request; buffer it if no channel is open."""
         if self.closed:
             return False
+        if self.observer is not None:
+            self.observer(self, "out", message)
         if self.send is None:
             self._buffer.append(message)
             return False

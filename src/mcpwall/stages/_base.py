@@ -10,7 +10,8 @@ A stage is a class with a `name` and any of three hooks:
   local) answer, in pipeline order; returns the response to pass on.
 - `on_complete(ctx)`: fires once when the request has ended, whatever the
   outcome (answered, rejected, failed, timed out): `ctx.outcome` says which.
-  Observers only (ledger, metrics, notifications); must not raise.
+  Observers only (ledger, metrics, notifications); must not raise. It runs
+  before the answer is sent, so a strict ledger can commit first.
 
 Lifecycle: `bind(gateway)` when the gateway is built, `start()` before the
 upstreams connect, `stop()` at shutdown (after the frontends close).
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcpwall.protocol import ErrorCode, Message, RequestId
@@ -88,7 +90,8 @@ class Stage:
     async def on_response(self, ctx: RequestContext, response: Message) -> Message:
         return response
 
-    def on_complete(self, ctx: RequestContext) -> None:
+    def on_complete(self, ctx: RequestContext) -> Awaitable[None] | None:
+        """May return an awaitable; the pipeline awaits it before the answer is sent."""
         return None
 
     def bind(self, gateway: Gateway) -> None:
