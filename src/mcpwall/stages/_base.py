@@ -24,8 +24,8 @@ deny (BLOCKED) with the error recorded in `ctx.notes["stage_error"]`
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from collections.abc import Awaitable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcpwall.protocol import ErrorCode, Message, RequestId
