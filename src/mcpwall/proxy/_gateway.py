@@ -77,6 +77,7 @@ class Gateway:
         self.state: StateStore = MemoryStateStore()
         #: Observers of every message in and out of every session (forensic capture).
         self.taps: list[Callable[[Session, str, Message], None]] = []
+        self._refreshing: dict[tuple[str, str], bool] = {}
         for stage in stages:
             stage.bind(self)
 
@@ -167,7 +168,7 @@ class Gateway:
         if self.taps and kind != "request":
             self.tap(session, "in", msg)
         if kind == "request":
-            return await self.handle_request(session, msg, emit)
+            return await self._request(session, msg, emit, 0)
         if kind == "notification":
             await self._client_notification(session, msg)
         else:
@@ -176,6 +177,18 @@ class Gateway:
 
     async def handle_request(self, session: Session, msg: Message, emit: Emit | None = None,
                              bytes_in: int = 0) -> Message | None:
+        """Serve one client request (checked to be one); returns the answer, or None if cancelled."""
+        try:
+            kind = classify(msg)
+        except ProtocolError as exc:
+            if self.taps:
+                self.tap(session, "in", msg)
+            return exc.to_message()
+        if kind != "request":
+            return error(None, ErrorCode.INVALID_REQUEST, "expected a request")
+        return await self._request(session, msg, emit, bytes_in)
+
+    async def _request(self, session: Session, msg: Message, emit: Emit | None, bytes_in: int) -> Message | None:
         if self.taps:
             self.tap(session, "in", msg)
             if emit is not None:
@@ -447,8 +460,21 @@ class Gateway:
             await session.push(msg)
 
     async def _list_changed(self, upstream: UpstreamServer, method: str) -> None:
-        with contextlib.suppress(UpstreamError):
-            await upstream.refresh_catalog()
+        # Coalesce bursts: while a refresh runs, further notices only ask for one more.
+        key = (upstream.name, method)
+        if key in self._refreshing:
+            self._refreshing[key] = True
+            return
+        self._refreshing[key] = False
+        try:
+            while True:
+                with contextlib.suppress(UpstreamError):
+                    await upstream.refresh_catalog()
+                if not self._refreshing[key]:
+                    break
+                self._refreshing[key] = False
+        finally:
+            del self._refreshing[key]
         hook = getattr(self, "on_catalog_changed", None)
         if callable(hook):
             hook(upstream)

@@ -41,6 +41,11 @@ class _Window:
         self.total += 1
         return self.total
 
+    def undo(self) -> None:
+        """Forget the last hit: a refused request does not use up the window."""
+        self.buckets[self.second % 60] -= 1
+        self.total -= 1
+
 
 class RateLimitStage(Stage):
     name = "ratelimit"
@@ -55,19 +60,21 @@ class RateLimitStage(Stage):
         s = ctx.session
         return f"{s.agent or s.client_name or s.id}@{s.peer}"
 
-    def count(self, key: str) -> int:
-        now = int(self._clock())
+    def _window(self, key: str, now: int) -> _Window:
         window = self._windows.get(key)
         if window is None:
             if len(self._windows) > 100_000:
                 self._windows.clear()
             window = self._windows[key] = _Window(now)
-        return window.hit(now)
+        return window
 
     async def on_request(self, ctx: RequestContext) -> Reject | None:
-        n = self.count(self.key(ctx))
+        now = int(self._clock())
+        window = self._window(self.key(ctx), now)
+        n = window.hit(now)
         ctx.notes["requests_last_minute"] = n
         if self.per_minute and n > self.per_minute:
+            window.undo()
             self.limited += 1
             return Reject(ErrorCode.RATE_LIMITED, f"Rate limit exceeded: {self.per_minute} requests per minute",
                           {"limit": self.per_minute, "window_s": 60}, http_status=429, outcome="rate_limited")

@@ -1,0 +1,78 @@
+"""A stdio MCP server that misbehaves on purpose, for the gateway's robustness tests.
+
+Usage: misbehave.py MODE [MARKER_DIR]. It answers `initialize`, `tools/list`
+and `ping` correctly, then on `tools/call` of tool `act`:
+  crash    exits without answering          hang   never answers
+  garbage  writes non-JSON lines to stdout, then answers
+  wrongid  answers with an id it was never sent
+  ok       answers normally
+Every tools/call it receives is appended to MARKER_DIR/calls.log when given, so
+tests can assert what reached the upstream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+MODE = sys.argv[1]
+MARKERS = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def send(msg: dict) -> None:
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    print(f"misbehave server starting in mode {MODE}", file=sys.stderr, flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        method, rid = msg.get("method"), msg.get("id")
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": f"misbehave-{MODE}", "version": "1"}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
+                {"name": "act", "description": "Does the thing", "inputSchema": {"type": "object"}},
+                {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object"}}]}})
+        elif method == "ping":
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif method == "tools/call":
+            name = msg["params"]["name"]
+            if MARKERS:
+                with open(os.path.join(MARKERS, "calls.log"), "a") as f:
+                    f.write(json.dumps(msg["params"]) + "\n")
+            text = json.dumps(msg["params"].get("arguments", {}))
+            if name == "act" and MODE == "crash":
+                os._exit(3)
+            if name == "act" and MODE == "hang":
+                continue
+            if name == "act" and MODE == "garbage":
+                sys.stdout.write("this is not json\n{broken json\n[1, 2]\n")
+                sys.stdout.flush()
+            if name == "act" and MODE == "wrongid":
+                send({"jsonrpc": "2.0", "id": 987654, "result": {"content": [{"type": "text", "text": "stray"}]}})
+                continue
+            if name == "act" and MODE == "slow":
+                # Answer later without blocking the loop: the gateway multiplexes sessions.
+                import threading
+
+                delay = float(msg["params"].get("arguments", {}).get("seconds", 1))
+                threading.Timer(delay, send, args=({"jsonrpc": "2.0", "id": rid, "result": {
+                    "content": [{"type": "text", "text": text}]}},)).start()
+                continue
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
+        elif rid is not None:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no {method}"}})
+        elif method and MARKERS:
+            with open(os.path.join(MARKERS, "notifications.log"), "a") as f:
+                f.write(json.dumps(msg) + "\n")
+
+
+if __name__ == "__main__":
+    main()

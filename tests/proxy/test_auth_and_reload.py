@@ -1,0 +1,148 @@
+"""Authentication, DNS-rebinding guards, rate limits and live policy reload.
+
+Strategy: real gateway processes; HTTP requests with and without the token,
+with foreign Host and Origin headers; the policy file rewritten (and SIGHUP
+sent) while the gateway runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.proxy.harness import MCPWALL, MEMORY, PERMISSIVE, GatewayProcess
+
+pytestmark = pytest.mark.integration
+
+PING = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_graph", "arguments": {}}}
+
+
+@pytest.fixture
+def gw(tmp_path: Path) -> Iterator[GatewayProcess]:
+    g = GatewayProcess(tmp_path / "home", {"memory": MEMORY}, PERMISSIVE).start()
+    yield g
+    g.stop()
+
+
+def test_a_token_is_generated_on_first_start_with_mode_0600(gw: GatewayProcess) -> None:
+    path = gw.home / "run" / "gateway.token"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((gw.home / "run").stat().st_mode) == 0o700
+    assert len(gw.token) >= 32
+
+
+def test_requests_without_the_right_token_are_refused(gw: GatewayProcess) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": gw.token}):
+        r = httpx.post(f"{gw.url}/memory", json=PING, headers=headers)
+        assert r.status_code == 401
+        assert r.json()["error"]["code"] == -32003
+    assert gw.post("/memory", PING).status_code == 200
+
+
+def test_health_without_a_token_reveals_only_the_status(gw: GatewayProcess) -> None:
+    bare = httpx.get(f"{gw.url}/health").json()
+    assert bare["status"] == "ok"
+    assert "servers" not in bare
+    assert "servers" in httpx.get(f"{gw.url}/health", headers=gw.headers).json()
+
+
+def test_foreign_host_and_origin_are_refused(gw: GatewayProcess) -> None:
+    r = httpx.post(f"{gw.url}/memory", json=PING, headers={**gw.headers, "Host": "evil.example:9420"})
+    assert r.status_code == 403
+    r = httpx.post(f"{gw.url}/memory", json=PING, headers={**gw.headers, "Origin": "https://evil.example"})
+    assert r.status_code == 403
+    r = httpx.post(f"{gw.url}/memory", json=PING, headers={**gw.headers, "Origin": "http://localhost:3000"})
+    assert r.status_code == 200
+
+
+def test_a_token_on_the_command_line_is_refused(tmp_path: Path) -> None:
+    proc = subprocess.run([MCPWALL, "proxy", "--home", str(tmp_path), "--token", "s3cret"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert "argv" in proc.stderr
+
+
+def test_the_token_can_come_from_the_environment_or_a_file(tmp_path: Path) -> None:
+    token_file = tmp_path / "tok"
+    token_file.write_text("file-token-123456789\n")
+    os.chmod(token_file, 0o600)
+    g = GatewayProcess(tmp_path / "a", {"memory": MEMORY}, PERMISSIVE)
+    proc = None
+    try:
+        g.proc = proc = subprocess.Popen(
+            [MCPWALL, "proxy", "--home", str(g.home), "--servers", str(g.servers_file), "--port", str(g.port),
+             "--token-file", str(token_file)], stderr=subprocess.DEVNULL, start_new_session=True)
+        _wait(g.url)
+        assert httpx.post(f"{g.url}/memory", json=PING,
+                          headers={"Authorization": "Bearer file-token-123456789"}).status_code == 200
+        assert not (g.home / "run" / "gateway.token").exists()
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(15)
+    env_gw = GatewayProcess(tmp_path / "b", {"memory": MEMORY}, PERMISSIVE, env={"MCPWALL_TOKEN": "env-token-abcdefgh"})
+    env_gw.proc = subprocess.Popen(
+        [MCPWALL, "proxy", "--home", str(env_gw.home), "--servers", str(env_gw.servers_file), "--port",
+         str(env_gw.port)], stderr=subprocess.DEVNULL, env=env_gw.env, start_new_session=True)
+    try:
+        _wait(env_gw.url)
+        assert httpx.post(f"{env_gw.url}/memory", json=PING,
+                          headers={"Authorization": "Bearer env-token-abcdefgh"}).status_code == 200
+    finally:
+        env_gw.proc.terminate()
+        env_gw.proc.wait(15)
+
+
+def _wait(url: str) -> None:
+    for _ in range(300):
+        try:
+            if httpx.get(f"{url}/health", timeout=1).json()["status"] == "ok":
+                return
+        except (httpx.HTTPError, ValueError, KeyError):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("gateway did not start")
+
+
+def test_the_rate_limit_answers_429(tmp_path: Path) -> None:
+    policy = PERMISSIVE.replace("requestsPerMinute: 0", "requestsPerMinute: 5")
+    g = GatewayProcess(tmp_path / "home", {"memory": MEMORY}, policy).start()
+    try:
+        codes = [g.post("/memory", PING).status_code for _ in range(7)]
+        assert codes[:5] == [200] * 5
+        assert codes[5:] == [429, 429]
+        assert g.post("/memory", PING).json()["error"]["code"] == -32004
+    finally:
+        g.stop()
+
+
+def test_the_policy_reloads_on_change_and_keeps_the_old_one_when_broken(gw: GatewayProcess) -> None:
+    assert "result" in gw.post("/memory", PING).json()
+    policy = gw.home / "policy.yaml"
+    policy.write_text(PERMISSIVE.replace("rules:\n", "rules:\n  - {id: no-reads, tools: [read_graph], action: deny}\n"))
+    _eventually(lambda: gw.post("/memory", PING).json().get("error", {}).get("code") == -32001)
+    policy.write_text("rules: [this is: not valid")
+    time.sleep(2.5)
+    assert gw.post("/memory", PING).json()["error"]["code"] == -32001  # old policy still in force
+    assert "policy reload refused" in gw.log.read_text()
+    policy.write_text(PERMISSIVE)
+    assert gw.proc is not None
+    gw.proc.send_signal(signal.SIGHUP)
+    _eventually(lambda: "result" in gw.post("/memory", PING).json())
+
+
+def _eventually(check: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError("condition not reached")

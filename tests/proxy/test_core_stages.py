@@ -1,0 +1,109 @@
+"""Unit tests of the gateway's own stages, calling each hook on fixture messages.
+
+Strategy: no processes; a recording context built by hand, clocks injected
+where time matters (breaker, rate window).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpwall.protocol import ErrorCode
+from mcpwall.proxy._pipeline import Pipeline
+from mcpwall.proxy._session import Session
+from mcpwall.proxy._upstream import CircuitBreaker
+from mcpwall.stages import AuthStage, ProtocolStage, RateLimitStage, Reject, RequestContext, Stage
+
+pytestmark = pytest.mark.anyio
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def ctx(method: str = "tools/call", session: Session | None = None, **params: Any) -> RequestContext:
+    return RequestContext(gateway=None, session=session or Session(kind="plain", initialized=True),  # type: ignore[arg-type]
+                          message={}, method=method, id=1, params=params)
+
+
+def test_the_breaker_opens_after_five_failures_and_half_opens_one_probe() -> None:
+    clock = Clock()
+    b = CircuitBreaker(clock=clock)
+    for _ in range(4):
+        b.failure()
+    assert b.state == "closed"
+    b.failure()
+    assert (b.state, b.allow()) == ("open", False)
+    clock.now += 30
+    assert b.state == "half-open"
+    assert b.allow() is True
+    assert b.allow() is False  # only one probe at a time
+    b.failure()
+    assert b.state == "open"
+    clock.now += 30
+    assert b.allow()
+    b.success()
+    assert (b.state, b.allow()) == ("closed", True)
+
+
+async def test_the_rate_window_slides() -> None:
+    clock = Clock()
+    stage = RateLimitStage(per_minute=3, clock=clock)
+    s = Session(kind="plain", client_name="c", peer="p")
+    results = []
+    for step in (0, 10, 20, 30, 61, 75):
+        clock.now = 1000 + step
+        results.append(await stage.on_request(ctx(session=s)))
+    assert [r is None for r in results] == [True, True, True, False, True, True]
+    assert isinstance(results[3], Reject)
+    assert results[3].code == ErrorCode.RATE_LIMITED
+
+
+def test_auth_checks_token_host_and_origin() -> None:
+    auth = AuthStage({"tok-123": "", "agent-tok": "ci-bot"})
+    ok, ident = auth.admit({"host": "127.0.0.1:9420", "authorization": "Bearer agent-tok"})
+    assert (ok, ident) == (None, "ci-bot")
+    assert auth.admit({"host": "localhost:1", "authorization": "bearer tok-123"})[0] is None
+    assert auth.admit({"host": "127.0.0.1"})[0].http_status == 401  # type: ignore[union-attr]
+    assert auth.admit({"host": "attacker.example", "authorization": "Bearer tok-123"})[0].http_status == 403  # type: ignore[union-attr]
+    assert auth.admit({"origin": "http://evil.example", "authorization": "Bearer tok-123"})[0].http_status == 403  # type: ignore[union-attr]
+    assert auth.admit({"origin": "http://127.0.0.1:5173", "authorization": "Bearer tok-123"})[0] is None
+
+
+async def test_protocol_stage_requires_initialize_first_on_sessions() -> None:
+    stage = ProtocolStage()
+    fresh = Session(kind="http")
+    assert (await stage.on_request(ctx(session=fresh))).code == ErrorCode.INVALID_REQUEST  # type: ignore[union-attr]
+    assert await stage.on_request(ctx("ping", session=fresh)) is None
+    bad = await stage.on_request(ctx(name="t", arguments=["not", "an", "object"]))
+    assert bad is not None
+    assert bad.code == ErrorCode.INVALID_PARAMS
+
+
+class Broken(Stage):
+    name = "broken"
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        raise RuntimeError("boom")
+
+
+async def test_a_stage_that_raises_denies_the_request() -> None:
+    pipeline = Pipeline([Broken()])
+    reached = []
+
+    async def dispatch(c: RequestContext) -> dict[str, Any]:
+        reached.append(c)
+        return {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+    c = ctx()
+    answer = await pipeline.run(c, dispatch)
+    assert answer is not None
+    assert answer["error"]["code"] == ErrorCode.BLOCKED
+    assert not reached
+    assert "boom" in c.notes["stage_error"]

@@ -1,0 +1,121 @@
+"""Policy enforcement through the gateway, observed from the upstream's side.
+
+Strategy: real servers (filesystem on a temp dir, everything, a call-logging
+script server) behind a gateway process with an enforce policy; the official
+client makes the calls. A denied call must never reach the upstream (the file
+is not written, the call is not in the server's log), a denied tool must be
+absent from `tools/list`, redacted keys must not reach the upstream, and the
+client and agent identity must reach the decision.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.proxy.harness import EVERYTHING, PERMISSIVE, GatewayProcess, filesystem, http_client, script_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+_STAGES = "stages:\n  ratelimit: {requestsPerMinute: 0}\n"
+POLICY = PERMISSIVE.replace(_STAGES, "") + """\
+  - id: redact-secrets
+    description: Secrets never leave
+    target: argName
+    match: contains
+    values: [password, token]
+    action: redact
+  - id: cursor-may-not-act
+    description: Cursor may not act
+    tools: [act]
+    clients: [cursor*]
+    action: deny
+  - id: interns-may-not-act
+    description: Interns may not act
+    tools: [act]
+    agents: [intern]
+    action: deny
+""" + _STAGES
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ws")
+
+
+@pytest.fixture(scope="module")
+def markers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("markers")
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, workspace: Path, markers: Path) -> Iterator[GatewayProcess]:
+    g = GatewayProcess(tmp_path_factory.mktemp("gw-enforce"),
+                       {"fs": filesystem(workspace), "everything": EVERYTHING,
+                        "log": script_server("misbehave", "ok", str(markers))}, POLICY).start()
+    yield g
+    g.stop()
+
+
+def upstream_calls(markers: Path) -> list[dict]:
+    log = markers / "calls.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+async def test_a_denied_write_never_reaches_the_filesystem_server(gw: GatewayProcess, workspace: Path) -> None:
+    async with http_client(f"{gw.url}/mcp", gw.token) as c:
+        ok = await c.call_tool("fs__write_file", {"path": str(workspace / "allowed.txt"), "content": "yes"})
+        assert not ok.is_error
+        with pytest.raises(MCPError) as info:
+            await c.call_tool("fs__write_file", {"path": str(workspace / "forbidden.txt"), "content": "no"})
+    assert info.value.code == -32001
+    assert "no-forbidden-writes" in json.dumps(info.value.error.data)
+    assert (workspace / "allowed.txt").read_text() == "yes"
+    assert not (workspace / "forbidden.txt").exists()
+
+
+async def test_a_denied_tool_is_invisible_and_its_call_is_refused(gw: GatewayProcess) -> None:
+    for url, name in ((f"{gw.url}/mcp", "everything__get-env"), (f"{gw.url}/mcp/everything", "get-env")):
+        async with http_client(url, gw.token) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            assert name not in names
+            assert name.replace("get-env", "echo") in names
+            with pytest.raises(MCPError) as info:
+                await c.call_tool(name, {})
+            assert info.value.code == -32001
+
+
+async def test_redacted_keys_never_reach_the_upstream(gw: GatewayProcess, markers: Path) -> None:
+    async with http_client(f"{gw.url}/mcp/log", gw.token) as c:
+        await c.call_tool("echo", {"user": "ada", "password": "hunter2", "nested": {"api_token": "t0k"}})
+    seen = upstream_calls(markers)[-1]["arguments"]
+    assert seen == {"user": "ada", "nested": {}}
+
+
+async def test_client_and_agent_identity_reach_the_decision(gw: GatewayProcess, markers: Path) -> None:
+    from mcp_types import Implementation
+
+    async with http_client(f"{gw.url}/mcp/log", gw.token, client_info=Implementation(name="cursor-ide", version="1")) as c:
+        with pytest.raises(MCPError) as info:
+            await c.call_tool("act", {"n": 1})
+        assert "cursor-may-not-act" in json.dumps(info.value.error.data)
+    r = gw.post("/log", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "act", "arguments": {}}},
+                headers={"x-agent-id": "intern"})
+    assert "interns-may-not-act" in json.dumps(r.json()["error"]["data"])
+    r = gw.post("/log", {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "act", "arguments": {}}},
+                headers={"x-agent-id": "lead"})
+    assert "result" in r.json()
+    assert sum(1 for c in upstream_calls(markers) if c["name"] == "act") == 1
+
+
+async def test_explain_shows_the_trace_without_calling_upstream(gw: GatewayProcess, markers: Path) -> None:
+    before = len(upstream_calls(markers))
+    r = gw.post("/log/explain", {"tool": "act", "args": {}, "agent": "intern"})
+    body = r.json()
+    assert body["action"] == "deny"
+    assert any(t["rule_id"] == "interns-may-not-act" and t["matched"] for t in body["trace"])
+    assert len(upstream_calls(markers)) == before

@@ -1,0 +1,173 @@
+"""Bad input never takes the gateway down.
+
+Strategy: one gateway process in front of a healthy real server (memory) and
+one misbehaving server per failure mode (tests/proxy/servers/misbehave.py).
+Each bad input gets its documented error code (docs/ERRORS.md), and after
+each one a call on another session to the healthy server still succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.proxy.harness import MCPWALL, MEMORY, PERMISSIVE, GatewayProcess, script_server
+
+pytestmark = pytest.mark.integration
+
+_STAGES = "stages:\n  ratelimit: {requestsPerMinute: 0}\n"
+POLICY = PERMISSIVE.replace(_STAGES, "") + """\
+  - id: act-fast
+    description: act must answer within a second
+    tools: [act]
+    action: allow
+    timeoutMs: 1000
+""" + _STAGES
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    home = tmp_path_factory.mktemp("gw-robust")
+    markers = home / "markers"
+    markers.mkdir()
+    servers = {"memory": MEMORY, **{mode: script_server("misbehave", mode, str(markers))
+                                    for mode in ("crash", "hang", "garbage", "wrongid")}}
+    g = GatewayProcess(home, servers, POLICY).start()
+    yield g
+    g.stop()
+
+
+def call(gw: GatewayProcess, server: str, tool: str, args: dict[str, Any] | None = None, rid: int = 1) -> Any:
+    r = gw.post(f"/{server}", {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                               "params": {"name": tool, "arguments": args or {}}})
+    return r.status_code, r.json()
+
+
+def healthy(gw: GatewayProcess) -> None:
+    """Another session, another server: still served."""
+    status, body = call(gw, "memory", "read_graph", rid=99)
+    assert status == 200
+    assert "result" in body, body
+
+
+def test_malformed_json_gets_a_parse_error(gw: GatewayProcess) -> None:
+    for path in ("/memory", "/mcp"):
+        r = gw.post(path, b'{"jsonrpc": "2.0", "id": 1, "method": ')
+        assert r.status_code == 400
+        assert r.json()["error"]["code"] == -32700
+    healthy(gw)
+
+
+def test_a_batch_is_refused_as_an_invalid_request(gw: GatewayProcess) -> None:
+    batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+    for path in ("/memory", "/mcp"):
+        r = gw.post(path, batch)
+        assert r.status_code == 400
+        assert r.json()["error"]["code"] == -32600
+    healthy(gw)
+
+
+def test_a_message_over_4_mib_is_refused(gw: GatewayProcess) -> None:
+    big = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "create_entities", "arguments": {"blob": "x" * (4 * 1024 * 1024 + 10)}}}
+    r = gw.post("/memory", big)
+    assert r.status_code == 413
+    assert r.json()["error"]["code"] == -32600
+    healthy(gw)
+
+
+def test_envelope_errors_are_invalid_requests(gw: GatewayProcess) -> None:
+    for body in ({"jsonrpc": "1.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 1, "method": 5},
+                 "just a string", {"jsonrpc": "2.0", "id": [1], "method": "ping"}):
+        r = gw.post("/memory", json.dumps(body).encode())
+        assert r.json()["error"]["code"] == -32600, body
+    healthy(gw)
+
+
+def test_unknown_server_and_unknown_method(gw: GatewayProcess) -> None:
+    r = gw.post("/nosuch", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert (r.status_code, r.json()["error"]["code"]) == (404, -32601)
+    status, _ = call(gw, "memory", "read_graph")
+    assert status == 200
+    r = gw.post("/memory", {"jsonrpc": "2.0", "id": 2, "method": "no/such/method"})
+    assert r.json()["error"]["code"] == -32601
+    healthy(gw)
+
+
+def test_an_upstream_that_crashes_mid_call_fails_that_call_only(gw: GatewayProcess) -> None:
+    status, body = call(gw, "crash", "act")
+    assert status == 200
+    assert body["error"]["code"] == -32000
+    assert body["error"]["data"]["reason"] in ("exited", "unavailable")
+    healthy(gw)
+    # and it comes back: the gateway restarts it
+    for _ in range(50):
+        status, body = call(gw, "crash", "echo", {"n": 1})
+        if "result" in body:
+            break
+        import time
+
+        time.sleep(0.2)
+    assert "result" in body, body
+
+
+def test_an_upstream_that_hangs_times_out(gw: GatewayProcess) -> None:
+    _, body = call(gw, "hang", "act")
+    assert body["error"]["code"] == -32000
+    assert body["error"]["data"]["reason"] == "timeout"
+    healthy(gw)
+    _, body = call(gw, "hang", "echo", {"still": "alive"})
+    assert "result" in body
+
+
+def test_garbage_on_an_upstreams_stdout_is_skipped(gw: GatewayProcess) -> None:
+    _, body = call(gw, "garbage", "act", {"x": 1})
+    assert body["result"]["content"][0]["text"] == '{"x": 1}'
+    healthy(gw)
+
+
+def test_an_answer_with_the_wrong_id_is_dropped_and_the_call_times_out(gw: GatewayProcess) -> None:
+    _, body = call(gw, "wrongid", "act")
+    assert body["error"]["code"] == -32000
+    assert body["error"]["data"]["reason"] == "timeout"
+    assert "unknown id 987654" in gw.log.read_text()
+    healthy(gw)
+
+
+def test_the_stdio_frontend_survives_bad_lines(gw: GatewayProcess, tmp_path: Path) -> None:
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"memory": MEMORY}}))
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    lines = [
+        b"{not json\n",
+        b"[1, 2]\n",
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * (4 * 1024 * 1024)}}).encode()
+        + b"\n",
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+        + b"\n",
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n",
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                    "params": {"name": "memory__read_graph", "arguments": {}}}).encode() + b"\n",
+    ]
+    proc = subprocess.run([MCPWALL, "proxy", "--stdio", "--home", str(tmp_path), "--servers", str(servers)],
+                          input=b"".join(lines), capture_output=True, timeout=90)
+    answers = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    codes = [a.get("error", {}).get("code") for a in answers if "error" in a]
+    assert codes[:3] == [-32700, -32600, -32600]
+    by_id = {a.get("id"): a for a in answers}
+    assert "result" in by_id[2]
+    assert "result" in by_id[3], answers
+
+
+def test_health_still_answers(gw: GatewayProcess) -> None:
+    r = httpx.get(f"{gw.url}/health", headers=gw.headers)
+    assert r.status_code == 200
+    assert set(r.json()["servers"]) == {"memory", "crash", "hang", "garbage", "wrongid"}
+    assert MCPWALL

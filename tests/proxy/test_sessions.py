@@ -1,0 +1,137 @@
+"""Sessions share upstreams without ever mixing up their requests.
+
+Strategy: an in-process gateway (no HTTP) in front of a slow script server;
+sessions send requests with the same JSON-RPC ids concurrently and each must
+get its own answer; a cancelled request is cancelled upstream; aggregated
+names, collisions and list_changed are checked against real servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpwall.proxy import GatewaySettings, build
+from tests.proxy.harness import EVERYTHING, MEMORY, PERMISSIVE, script_server, write_servers
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def make(tmp_path: Path, servers: dict[str, dict[str, Any]]) -> Any:
+    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
+    servers_file = write_servers(tmp_path / "servers.json", servers)
+    return build(GatewaySettings(home=tmp_path, servers_files=[servers_file], insecure_no_auth=True))
+
+
+async def session(gw: Any, server: str | None = None) -> Any:
+    s = gw.open_session("stdio", server)
+    assert "result" in await gw.handle_request(s, INIT)
+    await gw.handle(s, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return s
+
+
+def call(rid: int | str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}}
+
+
+async def test_the_same_ids_from_many_sessions_never_collide(tmp_path: Path) -> None:
+    built = make(tmp_path, {"slow": script_server("misbehave", "slow", str(tmp_path))})
+    gw = built.gateway
+    await gw.start()
+    try:
+        sessions = [await session(gw, "slow") for _ in range(5)]
+        answers = await asyncio.gather(*(gw.handle_request(s, call(1, "act", {"who": i, "seconds": 0.3 - i * 0.05}))
+                                         for i, s in enumerate(sessions)))
+        for i, answer in enumerate(answers):
+            assert answer["id"] == 1
+            assert json.loads(answer["result"]["content"][0]["text"])["who"] == i
+    finally:
+        await gw.stop()
+
+
+async def test_a_cancelled_request_is_cancelled_upstream(tmp_path: Path) -> None:
+    built = make(tmp_path, {"slow": script_server("misbehave", "slow", str(tmp_path))})
+    gw = built.gateway
+    await gw.start()
+    try:
+        s = await session(gw, "slow")
+        task = asyncio.create_task(gw.handle_request(s, call("c1", "act", {"seconds": 5})))
+        await asyncio.sleep(0.3)
+        await gw.handle(s, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": "c1", "reason": "user gave up"}})
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(30):
+            log = tmp_path / "notifications.log"
+            if log.exists() and "notifications/cancelled" in log.read_text():
+                break
+            await asyncio.sleep(0.1)
+        sent = [json.loads(line) for line in log.read_text().splitlines()]
+        cancelled = [m for m in sent if m["method"] == "notifications/cancelled"]
+        assert cancelled
+        assert isinstance(cancelled[0]["params"]["requestId"], int)  # the gateway's own id
+    finally:
+        await gw.stop()
+
+
+async def test_aggregated_names_route_and_collisions_are_reported(tmp_path: Path) -> None:
+    a = {**MEMORY, "env": {"MEMORY_FILE_PATH": str(tmp_path / "a.jsonl")}}
+    b = {**MEMORY, "env": {"MEMORY_FILE_PATH": str(tmp_path / "b.jsonl")}}
+    built = make(tmp_path, {"a": a, "b": b, "everything": EVERYTHING})
+    gw = built.gateway
+    await gw.start()
+    try:
+        s = await session(gw)
+        listed = await gw.handle_request(s, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        names = {t["name"] for t in listed["result"]["tools"]}
+        assert {"a__read_graph", "b__read_graph", "everything__echo"} <= names
+        status = gw.status()
+        assert status["collisions"]["tools"]["read_graph"] == ["a", "b"]
+        created = await gw.handle_request(s, call(2, "a__create_entities", {"entities": [
+            {"name": "only-in-a", "entityType": "t", "observations": []}]}))
+        assert "result" in created
+        graph_b = await gw.handle_request(s, call(3, "b__read_graph", {}))
+        assert "only-in-a" not in json.dumps(graph_b)
+        bad = await gw.handle_request(s, call(4, "read_graph", {}))
+        assert bad["error"]["code"] == -32602
+        unknown = await gw.handle_request(s, call(5, "zzz__read_graph", {}))
+        assert unknown["error"]["code"] == -32601
+    finally:
+        await gw.stop()
+
+
+async def test_list_changed_is_followed_and_passed_on(tmp_path: Path) -> None:
+    built = make(tmp_path, {"everything": EVERYTHING})
+    gw = built.gateway
+    await gw.start()
+    pushed: list[dict[str, Any]] = []
+    try:
+        s = await session(gw)
+
+        async def send(msg: dict[str, Any]) -> None:
+            pushed.append(msg)
+
+        s.send = send
+        upstream = gw.servers["everything"]
+        upstream.catalog.tools.pop("echo")
+        for _ in range(5):
+            gw.on_upstream_notification(upstream, {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"},
+                                        None)
+        for _ in range(50):
+            if pushed:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        assert pushed
+        assert all(m == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} for m in pushed)
+        assert len(pushed) <= 2  # a burst is coalesced
+        assert "echo" in upstream.catalog.tools  # refreshed from the server
+    finally:
+        await gw.stop()
