@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -78,7 +77,7 @@ def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[
 
 
 def _run(settings: Any, stdio: bool, agent: str, log_level: str, record: bool = False) -> None:
-    from mcpwall.proxy import build, configure_logging, serve_http, serve_stdio
+    from mcpwall.proxy import build, configure_logging, run, serve_http, serve_stdio
 
     configure_logging(log_level)
     if record:
@@ -96,9 +95,9 @@ def _run(settings: Any, stdio: bool, agent: str, log_level: str, record: bool = 
 
     try:
         if stdio:
-            asyncio.run(serve_stdio(built, None, agent=agent))
+            run(serve_stdio(built, None, agent=agent))
         else:
-            asyncio.run(serve_http(built, ready))
+            run(serve_http(built, ready))
     except KeyboardInterrupt:
         pass
 
@@ -154,7 +153,7 @@ def wrap(name: str, policy_file: Path | None, agent: str, process_name: str, led
     message. The server gets this process's environment (what the client's
     config set for it), minus mcpwall's own secrets.
     """
-    from mcpwall.proxy import GatewaySettings, build, configure_logging, serve_stdio
+    from mcpwall.proxy import GatewaySettings, build, configure_logging, run, serve_stdio
 
     argv = list(command)
     if argv and argv[0] == "--":
@@ -169,7 +168,7 @@ def wrap(name: str, policy_file: Path | None, agent: str, process_name: str, led
     settings.extras = {"ledger_url": ledger_url, "frame_listen": []}
     built = build(settings)
     try:
-        asyncio.run(serve_stdio(built, name, agent=agent, process_name=process_name or _parent_name()))
+        run(serve_stdio(built, name, agent=agent, process_name=process_name or _parent_name()))
     except KeyboardInterrupt:
         sys.exit(130)
 

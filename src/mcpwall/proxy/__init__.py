@@ -18,6 +18,7 @@ from mcpwall.proxy._app import (
     build,
     configure_logging,
     prepare_home,
+    run,
     serve_http,
     serve_stdio,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "prepare_home",
     "qualify",
     "read_secret",
+    "run",
     "serve_http",
     "serve_stdio",
     "spec_from_entry",

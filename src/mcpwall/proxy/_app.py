@@ -14,7 +14,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +152,17 @@ async def serve_stdio(built: Built, server: str | None, agent: str = "", process
         await built.gateway.stop()
 
 
+def run(coro: Coroutine[Any, Any, None]) -> None:
+    """Run the gateway's event loop: uvloop when installed (the relay's sockets and pipes
+    are several times cheaper there, bench/proxy_overhead.py), else asyncio's."""
+    if _has("uvloop"):
+        import uvloop
+
+        uvloop.run(coro)
+    else:
+        asyncio.run(coro)
+
+
 def _has(module: str) -> bool:
     import importlib.util
 
@@ -167,4 +178,4 @@ def servers_summary(servers: Mapping[str, ServerSpec]) -> str:
 
 
 __all__ = ["EXTENSIONS", "STAGE_PLUGINS", "Built", "GatewaySettings", "build", "configure_logging",
-           "prepare_home", "serve_http", "serve_stdio"]
+           "prepare_home", "run", "serve_http", "serve_stdio"]

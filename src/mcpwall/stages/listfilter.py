@@ -13,7 +13,6 @@ from typing import Any
 
 from mcpwall.policy import Call, Context, visible
 from mcpwall.protocol import Message
-from mcpwall.proxy._aggregate import split
 from mcpwall.stages._base import RequestContext, Stage
 
 _KEYS = {"tools/list": ("tools", "tools/call"), "prompts/list": ("prompts", "prompts/get"),
@@ -31,6 +30,9 @@ class ListFilterStage(Stage):
         body = response.get("result")
         if spec is None or not isinstance(body, dict) or not isinstance(body.get(spec[0]), list):
             return response
+        # Imported here: mcpwall.proxy imports the stages package (no cycle at import time).
+        from mcpwall.proxy._aggregate import resource_owner, split
+
         key, method = spec
         policy = ctx.gateway.policy.current
         now = Context(now=datetime.now().astimezone())
@@ -48,7 +50,7 @@ class ListFilterStage(Stage):
             server, name = (session.server, shown) if session.server or key == "resources" else (split(shown) or
                                                                                                  (None, shown))
             if key == "resources" and session.server is None:
-                server = _owner(ctx, shown)
+                server = resource_owner(shown, ctx.gateway.servers) or ""
             call = Call(method=method, name=name, server=server or "", client=session.client_name,
                         agent=session.agent, description=str(item.get("description") or "") if key == "tools" else "")
             if visible(policy, call, now) and all(f(ctx, key, server or "", name, item) for f in extra):
@@ -63,12 +65,6 @@ class ListFilterStage(Stage):
 
     def status(self) -> dict[str, Any]:
         return {"hidden": self.hidden}
-
-
-def _owner(ctx: RequestContext, uri: str) -> str:
-    from mcpwall.proxy._aggregate import resource_owner
-
-    return resource_owner(uri, ctx.gateway.servers) or ""
 
 
 def build(config: Mapping[str, Any], settings: Any = None) -> ListFilterStage:

@@ -1,0 +1,320 @@
+"""Gateway overhead on the echo tool of @modelcontextprotocol/server-everything.
+
+Measures, in one run, the same `tools/call echo` four ways:
+
+- direct stdio to the server (the baseline),
+- through the gateway's aggregated streamable-HTTP endpoint `/mcp`,
+- through `mcpwall proxy --stdio`,
+- through seatbelt's plain route `POST /{server}`,
+
+each sequentially (one client) and with 8 concurrent clients, printing p50/p99
+latency, calls/s, the gateway's own CPU time per call (from /proc/PID/stat),
+the load generator's CPU per call, and the gateway's RSS. HTTP load comes
+from wrk (Debian package `wrk`) with a small Lua script; stdio load from raw
+pipes in this process. A final soak of --soak calls reports RSS growth.
+
+    python bench/proxy_overhead.py [--seconds 10] [--soak 100000] [--stages default|all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+EVERYTHING = [str(ROOT / "node_modules" / ".bin" / "mcp-server-everything"), "stdio"]
+MCPWALL = str(Path(sys.executable).parent / "mcpwall")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+POLICY = """\
+# The shipped default policy, plus one rule that allows the benchmark's tool.
+extends: [{default}]
+rules:
+  - id: allow-echo
+    description: The benchmark tool
+    tools: [echo]
+    action: allow
+stages:
+  ratelimit: {{requestsPerMinute: 0}}
+"""
+
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+WRK_LUA = """
+local counter = 0
+local tid = 0
+local threads = {}
+function setup(thread)
+  thread:set("tid", #threads + 1)
+  table.insert(threads, thread)
+end
+function init(args)
+  counter = 0
+end
+request = function()
+  counter = counter + 1
+  local body = string.format(os.getenv("BODY"), tid .. "-" .. counter)
+  return wrk.format("POST", nil, nil, body)
+end
+"""
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_mib(pid: int) -> float:
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE / 2**20
+
+
+def percentile(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(len(s) * q))]
+
+
+class Pipe:
+    """A line-delimited JSON-RPC peer over a child's stdin/stdout, driven synchronously."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, start_new_session=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.w = self.proc.stdin
+        self.r = self.proc.stdout
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.w.write(json.dumps(msg).encode() + b"\n")
+        self.w.flush()
+
+    def recv(self) -> dict[str, Any]:
+        while True:
+            line = self.r.readline()
+            if not line:
+                raise RuntimeError("peer closed")
+            msg = json.loads(line)
+            if "id" in msg and "method" not in msg:
+                return msg  # type: ignore[no-any-return]
+
+    def handshake(self) -> None:
+        self.send(INIT)
+        self.recv()
+        self.send(INITIALIZED)
+
+    def close(self) -> None:
+        self.w.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def call(rid: int, name: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": name, "arguments": {"message": "hello"}}}
+
+
+def run_pipe(pipe: Pipe, name: str, seconds: float, inflight: int, measured_pid: int | None) -> dict[str, Any]:
+    """Closed-loop load over one pipe: `inflight` requests outstanding at all times."""
+    for i in range(200):  # warm up
+        pipe.send(call(-i - 1, name))
+        pipe.recv()
+    cpu0 = cpu_seconds(measured_pid) if measured_pid else 0.0
+    me0 = resource.getrusage(resource.RUSAGE_SELF)
+    sent: dict[int, float] = {}
+    latencies: list[float] = []
+    rid = 0
+    clock = time.perf_counter
+    start = clock()
+    for _ in range(inflight):
+        rid += 1
+        sent[rid] = clock()
+        pipe.send(call(rid, name))
+    while True:
+        msg = pipe.recv()
+        now = clock()
+        latencies.append(now - sent.pop(msg["id"]))
+        if now - start >= seconds:
+            break
+        rid += 1
+        sent[rid] = clock()
+        pipe.send(call(rid, name))
+    while sent:
+        sent.pop(pipe.recv()["id"])
+    elapsed = clock() - start
+    me1 = resource.getrusage(resource.RUSAGE_SELF)
+    n = len(latencies)
+    out = {"calls": n, "calls_per_s": n / elapsed, "p50_ms": percentile(latencies, 0.5) * 1000,
+           "p99_ms": percentile(latencies, 0.99) * 1000,
+           "client_cpu_ms": ((me1.ru_utime + me1.ru_stime) - (me0.ru_utime + me0.ru_stime)) / n * 1000}
+    if measured_pid:
+        out["gateway_cpu_ms"] = (cpu_seconds(measured_pid) - cpu0) / n * 1000
+        out["gateway_rss_mib"] = rss_mib(measured_pid)
+    return out
+
+
+def run_wrk(url: str, body: str, headers: dict[str, str], seconds: float, connections: int, pid: int,
+            wrk_dir: Path) -> dict[str, Any]:
+    script = wrk_dir / "call.lua"
+    script.write_text(WRK_LUA + "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in headers.items()))
+    env = {**os.environ, "BODY": body}
+    threads = min(connections, 2)
+    subprocess.run(["wrk", "-t1", "-c1", "-d1s", "-s", str(script), url], env=env, capture_output=True, check=True)
+    cpu0 = cpu_seconds(pid)
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, int(seconds))}s", "--latency", "-s", str(script),
+                           url], env=env, capture_output=True, text=True, check=True)
+    children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    text = proc.stdout
+    total = int(re.search(r"(\d+) requests in", text).group(1))  # type: ignore[union-attr]
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))  # type: ignore[union-attr]
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    return {"calls": total, "calls_per_s": rps, "p50_ms": _wrk_ms(text, "50%"), "p99_ms": _wrk_ms(text, "99%"),
+            "gateway_cpu_ms": (cpu_seconds(pid) - cpu0) / total * 1000, "gateway_rss_mib": rss_mib(pid),
+            "client_cpu_ms": ((children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime))
+            / total * 1000, "errors": int(non2xx.group(1)) if non2xx else 0}
+
+
+def _wrk_ms(text: str, label: str) -> float:
+    m = re.search(rf"{re.escape(label)}\s+([\d.]+)(us|ms|s)", text)
+    assert m, text
+    value, unit = float(m.group(1)), m.group(2)
+    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+
+@contextmanager
+def gateway(home: Path, port: int) -> Iterator[tuple[int, str]]:
+    servers = home / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"everything": {"command": EVERYTHING[0], "args": EVERYTHING[1:]}}}))
+    proc = subprocess.Popen([MCPWALL, "proxy", "--home", str(home), "--servers", str(servers), "--port", str(port),
+                             "--log-level", "WARNING"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    import httpx
+
+    token = ""
+    for _ in range(300):
+        try:
+            token = (home / "run" / "gateway.token").read_text().strip()
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).json()["status"] == "ok":
+                break
+        except (OSError, httpx.HTTPError, ValueError, KeyError):
+            pass
+        time.sleep(0.1)
+    try:
+        yield proc.pid, token
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+
+
+def mcp_session(port: int, token: str) -> str:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+    r = httpx.post(f"http://127.0.0.1:{port}/mcp", json=INIT, headers=headers)
+    sid = r.headers["mcp-session-id"]
+    httpx.post(f"http://127.0.0.1:{port}/mcp", json=INITIALIZED, headers={**headers, "Mcp-Session-Id": sid})
+    return sid
+
+
+def show(label: str, row: dict[str, Any]) -> None:
+    gw = (f"  gw cpu {row['gateway_cpu_ms']:.3f} ms/call  rss {row['gateway_rss_mib']:.1f} MiB"
+          if "gateway_cpu_ms" in row else "")
+    print(f"  {label:<34} {row['calls_per_s']:>9,.0f} calls/s  p50 {row['p50_ms']:6.3f} ms  p99 {row['p99_ms']:6.3f} ms"
+          f"  client cpu {row['client_cpu_ms']:.3f} ms/call{gw}" + (f"  errors {row['errors']}" if row.get("errors") else ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--soak", type=int, default=100_000)
+    opts = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is needed for the HTTP routes: apt-get install wrk")
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "?")
+    print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}")
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        default = ROOT / "src" / "mcpwall" / "policy" / "templates" / "default.yaml"
+        (home / "policy.yaml").write_text(POLICY.format(default=default))
+
+        print("direct stdio (baseline)")
+        pipe = Pipe(EVERYTHING)
+        pipe.handshake()
+        for label, inflight in (("sequential", 1), ("8 concurrent", 8)):
+            results[f"direct {label}"] = row = run_pipe(pipe, "echo", opts.seconds, inflight, None)
+            show(label, row)
+        pipe.close()
+
+        print("mcpwall proxy --stdio")
+        (home / "servers.json").write_text(json.dumps({"mcpServers": {"everything": {
+            "command": EVERYTHING[0], "args": EVERYTHING[1:]}}}))
+        pipe = Pipe([MCPWALL, "proxy", "--stdio", "--home", str(home), "--servers", str(home / "servers.json"),
+                     "--log-level", "WARNING"])
+        pipe.handshake()
+        for label, inflight in (("sequential", 1), ("8 concurrent", 8)):
+            results[f"stdio {label}"] = row = run_pipe(pipe, "everything__echo", opts.seconds, inflight,
+                                                       pipe.proc.pid)
+            show(label, row)
+        pipe.close()
+
+        port = 19420
+        with gateway(home, port) as (pid, token):
+            sid = mcp_session(port, token)
+            auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+            routes = {
+                "/mcp": (f"http://127.0.0.1:{port}/mcp", json.dumps(call(0, "everything__echo")).replace('"id": 0', '"id": "%s"'),
+                         {**auth, "Accept": "application/json, text/event-stream", "Mcp-Session-Id": sid}),
+                "POST /{server}": (f"http://127.0.0.1:{port}/everything",
+                                   json.dumps(call(0, "echo")).replace('"id": 0', '"id": "%s"'), auth),
+            }
+            with tempfile.TemporaryDirectory() as wrk_dir:
+                for route, (url, body, headers) in routes.items():
+                    print(f"through {route}")
+                    for label, conns in (("sequential", 1), ("8 concurrent", 8)):
+                        results[f"{route} {label}"] = row = run_wrk(url, body, headers, opts.seconds, conns, pid,
+                                                                    Path(wrk_dir))
+                        show(label, row)
+                if opts.soak:
+                    print(f"soak: {opts.soak:,} calls through POST /{{server}}")
+                    rss0 = rss_mib(pid)
+                    url, body, headers = routes["POST /{server}"]
+                    done = 0
+                    while done < opts.soak:
+                        done += run_wrk(url, body, headers, 5, 8, pid, Path(wrk_dir))["calls"]
+                    rss1 = rss_mib(pid)
+                    print(f"  RSS before {rss0:.1f} MiB, after {done:,} calls {rss1:.1f} MiB "
+                          f"(growth {rss1 - rss0:+.1f} MiB)")
+                    results["soak"] = {"calls": done, "rss_before_mib": rss0, "rss_after_mib": rss1}
+    base = results["direct sequential"]["p50_ms"]
+    base99 = results["direct sequential"]["p99_ms"]
+    print("added latency vs direct stdio, sequential:")
+    for key in ("stdio sequential", "/mcp sequential", "POST /{server} sequential"):
+        print(f"  {key:<28} p50 +{results[key]['p50_ms'] - base:.3f} ms   p99 +{results[key]['p99_ms'] - base99:.3f} ms")
+    (ROOT / "bench" / "last_proxy_overhead.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
