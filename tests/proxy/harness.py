@@ -104,6 +104,14 @@ class GatewayProcess:
             [MCPWALL, "proxy", "--home", str(self.home), "--servers", str(self.servers_file),
              "--port", str(self.port), *self.extra],
             stdout=subprocess.DEVNULL, stderr=self._log_file, env=self.env, start_new_session=True)
+        try:
+            return self._wait_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_healthy(self, timeout: float) -> GatewayProcess:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

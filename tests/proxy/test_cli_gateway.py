@@ -1,0 +1,52 @@
+"""The gateway commands as users and clients launch them.
+
+Strategy: real subprocesses: `mcpwall wrap` launched the way a client config
+launches it (with and without `--`), and the example configuration `make run`
+uses, checked for all its servers becoming ready.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.proxy.harness import MCPWALL, MEMORY, PERMISSIVE, ROOT, GatewayProcess
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+@pytest.mark.parametrize("dashdash", [True, False])
+async def test_wrap_guards_a_stdio_server_in_place(tmp_path: Path, dashdash: bool) -> None:
+    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
+    args = ["wrap", "--name", "memory", "--home", str(tmp_path), *(["--"] if dashdash else []), MEMORY["command"]]
+    async with Client(StdioServerParameters(command=MCPWALL, args=args,
+                                            env={"MEMORY_FILE_PATH": str(tmp_path / "m.jsonl")})) as c:
+        names = {t.name for t in (await c.list_tools()).tools}
+        assert "read_graph" in names  # names unchanged
+        result = await c.call_tool("create_entities", {"entities": [{"name": "e", "entityType": "t",
+                                                                     "observations": []}]})
+        assert not result.is_error
+    # the wrapped server got the client's environment: its memory file is where we said
+    assert (tmp_path / "m.jsonl").exists()
+
+
+def test_the_example_configuration_of_make_run_starts_every_server(tmp_path: Path) -> None:
+    servers = ROOT / "examples" / "servers.json"
+    g = GatewayProcess(tmp_path / "home", {}, PERMISSIVE)
+    shutil.copy(servers, g.servers_file)
+    # cwd-relative commands in the example resolve against the examples/ folder's parent
+    g.servers_file = servers
+    g.start(timeout=120)
+    try:
+        health = httpx.get(f"{g.url}/health", headers=g.headers).json()
+        assert {name: s["state"] for name, s in health["servers"].items()} == {
+            "everything": "ready", "memory": "ready", "fs": "ready", "time": "ready"}
+        assert health["policy"]["path"].endswith("policy.yaml")
+    finally:
+        g.stop()
+    assert MCPWALL
