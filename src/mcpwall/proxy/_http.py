@@ -4,7 +4,7 @@ plain JSON-RPC route (`POST /{server}`), and the status routes.
 This is a raw ASGI app rather than Starlette routes: the relay path is the
 product's hot path, and the framework's per-request objects cost about as
 much as the whole relay (bench/proxy_overhead.py). The dashboard and other
-non-hot routes are mounted as a Starlette app under `/ui`.
+non-hot routes (`/ui`, `/api/`) are a Starlette app set as `gateway.ui_app`.
 
 A POST carrying a request is answered with `application/json` when the answer
 comes before anything else; if the upstream first sends something related to
@@ -114,7 +114,9 @@ class HttpFrontend:
         if path == "/health" and method == "GET":
             await self._health(send, headers)
             return
-        if path.startswith("/ui") and self.extra is not None:
+        if self.extra is not None and path.startswith(("/ui", "/api/")):
+            # The dashboard and the admin API: a Starlette app that checks its own
+            # credentials (cookie + CSRF for the UI, bearer token for the API).
             await self.extra(scope, receive, send)
             return
         reject, identity = self.auth.admit(headers)
