@@ -40,6 +40,8 @@ test: lint typecheck pytest
 
 bench: setup
 	$(BIN)/python bench/policy_eval.py
+	$(BIN)/python bench/discovery_scan.py
+	$(BIN)/python bench/proxy_overhead.py
 
 clean:
 	rm -rf $(VENV) node_modules .mypy_cache .ruff_cache .pytest_cache

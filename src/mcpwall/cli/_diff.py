@@ -64,7 +64,7 @@ def _is_report(path: Path) -> bool:
 def diff(old: Path, new: Path, as_json: bool, home: Path | None) -> None:
     """Show what changed between two policy files, or two JSON risk reports."""
     if _is_report(old) and _is_report(new):
-        from mcpwall.discovery import report_diff  # type: ignore[attr-defined]
+        from mcpwall.discovery import report_diff
 
         result = report_diff(old, new)
     else:
@@ -74,7 +74,7 @@ def diff(old: Path, new: Path, as_json: bool, home: Path | None) -> None:
         return
     console = Console(highlight=False)
     if result["kind"] != "policy":
-        from mcpwall.discovery import print_report_diff  # type: ignore[attr-defined]
+        from mcpwall.discovery import print_report_diff
 
         print_report_diff(console, result)
         return

@@ -62,7 +62,7 @@ def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[
     extra: dict[str, ServerSpec] = {}
     if discover:
         try:
-            from mcpwall.discovery import discovered_server_specs  # type: ignore[attr-defined]
+            from mcpwall.discovery import discovered_server_specs
         except ImportError as exc:
             raise ConfigError("--discover needs the discovery module, which is not installed") from exc
         extra.update(discovered_server_specs())

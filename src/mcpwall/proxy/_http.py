@@ -410,7 +410,7 @@ class HttpFrontend:
         s = self.gateway.servers[name]
         return {**s.status(), "proxy_url": f"{base}/{name}", "mcp_url": f"{base}/mcp/{name}",
                 "original": s.spec.url or " ".join([s.spec.command or "", *s.spec.args]).strip(),
-                "risk": getattr(s, "risk", None)}
+                "risk": _risk(s.spec)}
 
     def _servers(self, scope: Scope, headers: dict[str, str]) -> dict[str, Any]:
         status = self.gateway.status()
@@ -425,6 +425,14 @@ class HttpFrontend:
         if self.auth.insecure_no_auth or self.auth.identify(headers.get("authorization")) is not None:
             out.update(self.gateway.status())
         await _reply_json(send, 200, out)
+
+
+def _risk(spec: Any) -> Any:
+    try:
+        from mcpwall.discovery import risk_summary
+    except ImportError:
+        return None
+    return risk_summary(spec)
 
 
 def _status_for(response: Message) -> int:

@@ -1,0 +1,240 @@
+"""`mcpwall init`: route every configured server through mcpwall.
+
+Local (stdio) servers are rewritten to run `mcpwall wrap --name NAME [--home
+H] -- CMD ARGS...`, so the client launches mcpwall and mcpwall launches the
+server; remote servers are pointed at the gateway's per-server endpoint
+`http://127.0.0.1:9420/mcp/NAME` with the gateway's bearer token in the
+client's headers, and their original URL and headers move into policy.yaml's
+`servers:` (so the gateway, not every client config, holds upstream
+credentials). Entries already routed through mcpwall are left alone, so
+running init twice never wraps twice.
+
+`plan()` decides and renders every change without writing; `apply()` writes
+after re-checking each file is unchanged since it was read, backing each one
+up first (`_backup.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcpwall.discovery._backup import Manifest, sha256, write_atomic
+from mcpwall.discovery._formats import ReadProblem, read_text
+from mcpwall.discovery._model import ScanResult, ServerEntry
+from mcpwall.discovery._rewrite import NotEditable, edit_text
+from mcpwall.errors import ConfigError
+
+DEFAULT_GATEWAY = "http://127.0.0.1:9420"
+TOKEN_PLACEHOLDER = "<gateway-token>"
+
+#: The `type` value each client uses for streamable HTTP, where it has one.
+_STREAM_TYPE = {"cline": "streamableHttp", "roo-code": "streamable-http", "continue": "streamable-http",
+                "goose": "streamable_http"}
+_NO_TYPE = frozenset({"gemini-cli", "zed", "codex", "windsurf"})
+_REQUIRES_TYPE = frozenset({"vscode", "copilot", "goose", "continue"})
+
+
+def find_mcpwall() -> str:
+    """The mcpwall executable clients should launch: this one, wherever it is installed."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0).startswith("mcpwall") and os.path.isfile(argv0):
+        return os.path.abspath(argv0)
+    found = shutil.which("mcpwall")
+    if found:
+        return os.path.abspath(found)
+    beside = Path(sys.executable).parent / ("mcpwall.exe" if os.name == "nt" else "mcpwall")
+    if beside.is_file():
+        return str(beside)
+    raise ConfigError("cannot find the mcpwall executable; pass --mcpwall PATH")
+
+
+@dataclass
+class Change:
+    entry: ServerEntry
+    name: str
+    kind: str  # wrap | gateway
+    new: dict[str, Any]
+
+
+@dataclass
+class FilePlan:
+    path: Path
+    client: str
+    fmt: str
+    changes: list[Change] = field(default_factory=list)
+    before: bytes = b""
+    after: bytes = b""
+    error: str = ""
+
+
+@dataclass
+class Plan:
+    """Everything init would change; nothing written yet."""
+
+    home: Path
+    files: list[FilePlan]
+    skipped: list[tuple[ServerEntry, str]]
+    remote: dict[str, dict[str, Any]]
+    hosts: list[str]
+
+    @property
+    def changes(self) -> list[Change]:
+        return [c for f in self.files if not f.error for c in f.changes]
+
+
+def wrap_args(name: str, home_arg: str | None, command: str, args: tuple[str, ...]) -> list[str]:
+    return ["wrap", "--name", name, *(["--home", home_arg] if home_arg else []), "--", command, *args]
+
+
+def wrapped_entry(raw: Mapping[str, Any], exe: str, argv: list[str]) -> dict[str, Any]:
+    new = dict(raw)
+    key = "cmd" if "cmd" in raw and "command" not in raw else "command"
+    current = raw.get(key)
+    if isinstance(current, Mapping):  # Zed's older {"command": {"path", "args", "env"}}
+        new[key] = {**current, "path": exe, "args": argv}
+    else:
+        new[key] = exe
+        new["args"] = argv
+    return new
+
+
+def gateway_entry(raw: Mapping[str, Any], client: str, url: str, token: str) -> dict[str, Any]:
+    new: dict[str, Any] = {}
+    url_keys = ("url", "serverUrl", "httpUrl", "uri")
+    for k, v in raw.items():
+        if k in url_keys:
+            if any(u in new for u in url_keys):
+                continue
+            new["httpUrl" if client == "gemini-cli" else k] = url
+        elif k in ("bearer_token_env_var", "env_http_headers", "oauth"):
+            continue  # credentials for the real upstream; the gateway holds those now
+        else:
+            new[k] = v
+    if client not in _NO_TYPE and ("type" in raw or client in _REQUIRES_TYPE):
+        new["type"] = _STREAM_TYPE.get(client, "http")
+    if isinstance(raw.get("transport"), str):
+        new["transport"] = _STREAM_TYPE.get(client, "http")
+    auth = {"Authorization": f"Bearer {token}"}
+    if client == "codex":
+        new["http_headers"] = auth
+    elif client == "continue" and isinstance(raw.get("requestOptions"), Mapping):
+        new["requestOptions"] = {**raw["requestOptions"], "headers": auth}
+    else:
+        new["headers"] = auth
+    return new
+
+
+def _upstream(entry: ServerEntry) -> dict[str, Any]:
+    spec: dict[str, Any] = {"url": entry.url, "transport": entry.transport}
+    if entry.headers:
+        spec["headers"] = dict(entry.headers)
+    return spec
+
+
+def _skip_reason(entry: ServerEntry) -> str | None:
+    if entry.wrap is not None and entry.wrap.trusted:
+        return "already wrapped by mcpwall"
+    if entry.wrap is not None:
+        return (f"already runs `{entry.command} wrap`, which is not this mcpwall; check that it is genuine "
+                "(a look-alike wrapper would see every call)")
+    if entry.via_gateway:
+        return "already routed through the mcpwall gateway"
+    if not entry.editable:
+        return "defined in the client's own settings store; add it there by hand"
+    if entry.command and not entry.args and " " in entry.command.strip() and not any(c in entry.command for c in "/\\"):
+        return "its whole command line is one string; split it into command and args first"
+    return None
+
+
+def plan(result: ScanResult, home: Path, *, exe: str, gateway: str = DEFAULT_GATEWAY, token: str | None = None,
+         home_arg: str | None = None, route_remote: bool = True) -> Plan:
+    """Every change init would make to every client config, rendered and verified, nothing written."""
+    names = {id(e): s.name for s in result.servers for e in s.entries}
+    files: list[FilePlan] = []
+    skipped: list[tuple[ServerEntry, str]] = []
+    remote: dict[str, dict[str, Any]] = {}
+    hosts: list[str] = []
+    for cfg in result.files:
+        if cfg.status != "ok" or not cfg.entries:
+            continue
+        fp = FilePlan(cfg.path, cfg.client, cfg.fmt)
+        for entry in cfg.entries:
+            reason = _skip_reason(entry)
+            if reason:
+                skipped.append((entry, reason))
+                continue
+            name = names[id(entry)]
+            if entry.url and not route_remote:
+                skipped.append((entry, "policy.yaml was not written by init; add this server under `servers:` "
+                                       "or use --overwrite-policy"))
+            elif entry.url:
+                url = f"{gateway.rstrip('/')}/mcp/{name}"
+                fp.changes.append(Change(entry, name, "gateway",
+                                         gateway_entry(entry.raw, entry.client, url, token or TOKEN_PLACEHOLDER)))
+                remote.setdefault(name, _upstream(entry))
+                host = (urlsplit(entry.url).hostname or "").lower()
+                if host and host not in hosts:
+                    hosts.append(host)
+            elif entry.command:
+                argv = wrap_args(name, home_arg, entry.command, entry.args)
+                fp.changes.append(Change(entry, name, "wrap", wrapped_entry(entry.raw, exe, argv)))
+        if not fp.changes:
+            continue
+        try:
+            read_text(cfg.path)  # the same checks as the scan (binary, empty...)
+            fp.before = cfg.path.read_bytes()
+            bom = fp.before.startswith(b"\xef\xbb\xbf")
+            text = fp.before.decode("utf-8-sig")
+            new = edit_text(text, cfg.fmt, [(c.entry.path, c.new) for c in fp.changes])
+            fp.after = (b"\xef\xbb\xbf" if bom else b"") + new.encode("utf-8")
+        except (NotEditable, ReadProblem, OSError, UnicodeDecodeError) as exc:
+            fp.error = str(exc)
+        files.append(fp)
+    return Plan(home, files, skipped, remote, hosts)
+
+
+@dataclass
+class Applied:
+    """One file's outcome: rewritten, `skipped` (could not be edited in place), or `error` (failed)."""
+
+    path: Path
+    client: str
+    servers: list[str]
+    error: str = ""
+    skipped: str = ""
+
+
+def apply(p: Plan) -> list[Applied]:
+    """Write every planned file (backed up first) that has not changed since it was planned."""
+    manifest = Manifest.load(p.home)
+    out: list[Applied] = []
+    for fp in p.files:
+        names = [c.name for c in fp.changes]
+        if fp.error:
+            out.append(Applied(fp.path, fp.client, names, skipped=fp.error))
+            continue
+        try:
+            current = fp.path.read_bytes()
+        except OSError as exc:
+            out.append(Applied(fp.path, fp.client, names, f"cannot read: {exc.strerror}"))
+            continue
+        if sha256(current) != sha256(fp.before):
+            out.append(Applied(fp.path, fp.client, names, "changed while init was running; run init again"))
+            continue
+        manifest.record(fp.path, fp.client, fp.before, fp.after, names)
+        manifest.save()
+        mode = os.stat(fp.path).st_mode & 0o7777
+        write_atomic(fp.path, fp.after, mode)
+        out.append(Applied(fp.path, fp.client, names))
+    return out
+
+
+__all__ = ["DEFAULT_GATEWAY", "TOKEN_PLACEHOLDER", "Applied", "Change", "FilePlan", "Plan", "apply", "find_mcpwall",
+           "gateway_entry", "plan", "wrap_args", "wrapped_entry"]
