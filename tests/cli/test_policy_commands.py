@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpwall.cli import cli
+from mcpwall.policy import load_template
 
 SEATBELT_TESTS = """\
 tests:
@@ -48,7 +49,8 @@ def test_simulate_prints_action_reasons_and_rule_ids_as_json(runner: CliRunner, 
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["action"] == "deny"
-    assert data["rule_ids"] == ["block-sensitive-paths"]
+    assert data["rule_ids"][0] == "block-sensitive-paths"
+    assert "block-path-traversal" in data["rule_ids"]
     assert data["reasons"]
     assert "trace" not in data
 
@@ -58,7 +60,7 @@ def test_simulate_verbose_includes_the_trace_of_every_rule(runner: CliRunner, tm
                                  "--now", "2026-12-01T10:00:00", "--home", str(tmp_path)])
     data = json.loads(result.output)
     assert data["action"] == "allow"
-    assert len(data["trace"]) == 9
+    assert len(data["trace"]) == len(load_template("default").rules)
     window = next(t for t in data["trace"] if t["rule_id"] == "allow-filesystem-writes-business-hours")
     assert (window["matched"], window["time_window"]) == (True, "inside")
 

@@ -108,13 +108,21 @@ def test_templates_load_and_compile(name: str) -> None:
     assert template_text(name).startswith("#")
 
 
-def test_the_default_policy_has_seatbelts_nine_rules_with_compliance_tags() -> None:
+SEATBELT_DEFAULT_IDS = ["block-shell-execution", "block-sensitive-paths", "block-credential-access",
+                        "redact-credentials", "block-private-network", "block-process-execution",
+                        "allow-filesystem-writes-business-hours", "allow-workspace-filesystem",
+                        "block-credential-leakage"]
+
+
+def test_the_default_policy_starts_with_seatbelts_nine_rules_and_their_compliance_tags() -> None:
     resolved = load_template("default")
-    assert len(resolved.rules) == 9
+    assert [p.rule.id for p in resolved.rules[:9]] == SEATBELT_DEFAULT_IDS
     assert (resolved.mode, resolved.default_action) == ("enforce", "deny")
-    tagged = {p.rule.id for p in resolved.rules if p.rule.compliance}
+    tagged = {p.rule.id for p in resolved.rules[:9] if p.rule.compliance}
     assert tagged == {"block-shell-execution", "block-sensitive-paths", "block-credential-access",
                       "block-private-network"}
+    # mcpwall's defence rules follow, and only deny
+    assert all(p.rule.action == "deny" for p in resolved.rules[9:])
 
 
 class TestErrors:

@@ -1,0 +1,178 @@
+"""What a tool call does, read from its name, description and arguments.
+
+Tool names are split into words (`read_text_file`, `sendEmail`,
+`playwright_navigate`) and combined with what the arguments hold (paths,
+URLs, commands). The attack-chain tracker, the toxic-flow tracker and the
+judge all reason on these facts rather than on raw strings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpwall.policy import canonical_host, forms
+from mcpwall.security._json import strings
+from mcpwall.security._paths import looks_like_path, sensitive, system_path
+
+_HOME = os.path.expanduser("~")
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+READ = frozenset({"read", "get", "cat", "view", "show", "open", "load", "list", "search", "query", "find",
+                  "head", "tail", "grep", "export", "dump", "fetch", "download", "retrieve", "lookup", "describe",
+                  "inspect", "browse", "scan", "select"})
+WRITE = frozenset({"write", "create", "save", "put", "append", "edit", "update", "modify", "move", "rename",
+                   "copy", "patch", "replace", "insert", "set", "store", "mkdir", "touch", "overwrite"})
+SHELL = frozenset({"shell", "bash", "sh", "zsh", "terminal", "powershell", "pwsh", "cmd", "exec", "execute",
+                   "eval", "console", "repl"})
+RUNNABLE = frozenset({"command", "cmd", "script", "code", "program", "shell", "process"})
+NETWORK = frozenset({"http", "https", "fetch", "request", "curl", "wget", "url", "web", "browse", "browser",
+                     "navigate", "download", "upload", "webhook", "api", "scrape", "crawl", "socket", "ftp",
+                     "ssh", "post", "playwright", "puppeteer"})
+#: verbs that push data to someone else
+SEND = frozenset({"send", "post", "publish", "reply", "comment", "notify", "tweet", "share", "upload", "push",
+                  "forward", "invite", "submit", "sms", "broadcast", "transfer", "webhook", "email", "mail"})
+#: nouns of tools that hold private data when read
+PRIVATE = frozenset({"email", "emails", "mail", "inbox", "message", "messages", "chat", "chats", "dm", "contact",
+                     "contacts", "calendar", "drive", "secret", "secrets", "vault", "credential", "credentials",
+                     "password", "passwords", "keychain", "token", "tokens", "customer", "customers", "account",
+                     "accounts", "payment", "payments", "invoice", "wallet", "patient", "medical", "health",
+                     "ssn", "private", "personal", "salary", "payroll", "hr", "employee", "employees", "bank",
+                     "transactions", "history", "notes", "env", "environment"})
+#: tools whose results come from outside: fetched pages, search results, other people's messages
+UNTRUSTED = frozenset({"fetch", "browse", "browser", "navigate", "scrape", "crawl", "web", "search", "url", "http",
+                       "download", "playwright", "puppeteer", "rss", "feed", "inbox", "email", "mail", "issue",
+                       "issues", "comment", "comments", "message", "messages", "chat"})
+
+_URL = re.compile(r"^(?:https?|wss?|ftp|sftp|gopher|ldap|dict|tftp)://", re.IGNORECASE)
+_COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "code", "args", "argv", "commandline",
+                           "command_line", "program", "exec"})
+_LOCAL_HOSTS = ("localhost", "127.", "::1", "0.0.0.0")
+
+
+def words(name: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(name))
+
+
+@dataclass
+class CallFacts:
+    """The security-relevant facts of one call."""
+
+    tool: str
+    words: frozenset[str]
+    shell: bool = False
+    reads: bool = False
+    writes: bool = False
+    sends: bool = False
+    network: bool = False
+    urls: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    #: (label, path) of sensitive files named in the arguments
+    sensitive: list[tuple[str, str]] = field(default_factory=list)
+    system: list[tuple[str, str]] = field(default_factory=list)
+    arg_size: int = 0
+
+    @property
+    def private_source(self) -> str | None:
+        """Why this call reads private data, or None."""
+        if self.sensitive and not self.writes:
+            label, path = self.sensitive[0]
+            return f"{label} {path}"
+        if (self.words & PRIVATE) and (self.reads or not (self.writes or self.sends)) and not self.sends:
+            return f"private-data tool {self.tool}"
+        return None
+
+    @property
+    def untrusted_source(self) -> str | None:
+        """Why this call's result is content from outside, or None."""
+        if self.sends or self.writes:
+            return None
+        remote = [u for u in self.urls if not _local(u)]
+        if remote and (self.network or self.reads):
+            return f"fetched {remote[0][:120]}"
+        if self.words & UNTRUSTED and (self.reads or self.network):
+            return f"external content from {self.tool}"
+        return None
+
+    def outbound(self, workspace: Sequence[str]) -> str | None:
+        """Why this call sends data out of the session's reach (network, message, write elsewhere), or None."""
+        remote = [u for u in self.urls if not _local(u)]
+        if self.sends:
+            target = remote[0] if remote else (self.hosts[0] if self.hosts else "")
+            return f"sends data ({self.tool}{' to ' + target[:120] if target else ''})"
+        if remote and (self.network or self.shell or not self.reads):
+            return f"network request to {remote[0][:120]}"
+        if self.shell and any(re.search(r"\b(?:curl|wget|nc|ncat|netcat|scp|rsync|ftp|ssh|telnet|socat)\b", c)
+                              for c in self.commands):
+            return "shell command with a network tool"
+        if self.writes and self.paths:
+            outside = [p for p in self.paths if not _inside(p, workspace)]
+            if outside and workspace:
+                return f"write outside the workspace ({outside[0][:120]})"
+        return None
+
+
+def _local(url: str) -> bool:
+    host = url.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1].lower()
+    return host.startswith(_LOCAL_HOSTS) or host.startswith("[::1]")
+
+
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    """Inside one of the roots, judged on the canonical spelling (as allow rules are)."""
+    _, canonical = forms(path, _HOME)
+    for root in roots:
+        r = root.rstrip("/")
+        if canonical == r or canonical.startswith(r + "/"):
+            return True
+    return False
+
+
+def classify(tool: str, arguments: Mapping[str, Any], description: str = "") -> CallFacts:
+    ws = words(tool)
+    facts = CallFacts(tool=tool, words=ws)
+    facts.reads = bool(ws & READ)
+    facts.writes = bool(ws & WRITE)
+    facts.sends = (bool(ws & SEND) and not facts.reads) or bool(ws & {"send", "post", "publish", "upload", "forward"})
+    facts.network = bool(ws & NETWORK)
+    facts.shell = bool(ws & SHELL) or ("run" in ws and bool(ws & RUNNABLE))
+    size = 0
+    for _path, key, text in strings(arguments):
+        size += len(text)
+        low_key = key.lower()
+        if _URL.match(text):
+            facts.urls.append(text)
+            host = text.split("://", 1)[1].split("/", 1)[0].rsplit("@", 1)[-1]
+            facts.hosts.append(canonical_host(host.split(":", 1)[0] if host.count(":") == 1 else host))
+        elif low_key in ("host", "hostname", "domain", "server", "endpoint", "address", "ip"):
+            facts.hosts.append(canonical_host(text))
+        if low_key in _COMMAND_KEYS:
+            facts.commands.append(text)
+            if facts.shell or "command" in low_key or "cmd" in low_key or "script" in low_key:
+                facts.shell = True
+        elif looks_like_path(key, text):
+            facts.paths.append(text)
+            label = sensitive(text)
+            if label is not None:
+                facts.sensitive.append((label, text))
+            sys_label = system_path(text)
+            if sys_label is not None:
+                facts.system.append((sys_label, text))
+    for command in facts.commands:
+        for token in re.findall(r"(?<![\w$])(?:~|/|\.\.?/)[^\s'\";|&<>]+", command):
+            label = sensitive(token)
+            if label is not None:
+                facts.sensitive.append((label, token))
+            elif system_path(token) is not None:
+                facts.system.append((str(system_path(token)), token))
+        facts.urls.extend(re.findall(r"https?://[^\s'\"<>|;]+", command))
+    facts.arg_size = size
+    return facts
+
+
+__all__ = ["NETWORK", "PRIVATE", "READ", "SEND", "SHELL", "UNTRUSTED", "WRITE", "CallFacts", "classify", "words"]

@@ -1,0 +1,92 @@
+"""What the defence stages share: reading their policy.yaml block, and acting per mode.
+
+Each stage validates its own block with a pydantic model (unknown keys are
+refused, so a typo is an error at startup rather than a switch that silently
+does nothing) and raises `ConfigError` naming the block.
+
+Audit mode records and never blocks: a stage that would deny returns no
+verdict, and `ctx.notes[stage]` says what enforce mode would have done
+(`enforced_action`), as the policy engine's decisions do.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from mcpwall.errors import ConfigError
+from mcpwall.stages._base import Reject, RequestContext
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class StageConfig(BaseModel):
+    """Base of the stage blocks: camelCase keys as in the rest of policy.yaml, nothing unknown."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def stage_block(config: Mapping[str, Any], name: str) -> Any:
+    """`stages: {<name>: ...}` from the policy's raw sections, or None."""
+    stages = config.get("stages") or {}
+    return stages.get(name) if isinstance(stages, Mapping) else None
+
+
+def parse(model: type[M], raw: Any, where: str) -> M:
+    """Validate a block (`true`/`false` mean `{enabled: ...}`), or refuse it with one clear line."""
+    if raw is None:
+        raw = {}
+    elif isinstance(raw, bool):
+        raw = {"enabled": raw}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"policy {where}: expected a mapping or true/false, got {type(raw).__name__}")
+    try:
+        return model.model_validate(dict(raw))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or where}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"policy {where}: {problems}") from exc
+
+
+def audit_mode(ctx: RequestContext) -> bool:
+    policy = getattr(ctx.gateway, "policy", None)
+    current = getattr(policy, "current", None)
+    return getattr(current, "mode", "enforce") == "audit"
+
+
+def enforce(ctx: RequestContext, stage: str, verdict: Reject, *, always: bool = False) -> Reject | None:
+    """The verdict in enforce mode (or when `always`); in audit mode a note and no verdict."""
+    if always or not audit_mode(ctx):
+        return verdict
+    note = ctx.notes.setdefault(stage, {})
+    if isinstance(note, dict):
+        note["enforced_action"] = "deny"
+        note["enforced_reason"] = verdict.message
+    return None
+
+
+def matches(patterns: Sequence[str] | None, *names: str) -> bool:
+    """No patterns: everything; else any name matches any glob."""
+    if not patterns:
+        return True
+    return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names if n)
+
+
+def arguments(ctx: RequestContext) -> dict[str, Any]:
+    args = ctx.params.get("arguments")
+    return args if isinstance(args, dict) else {}
+
+
+def tool_description(ctx: RequestContext) -> str:
+    if ctx.server is None:
+        return ""
+    upstream = ctx.gateway.servers.get(ctx.server)
+    tool = upstream.catalog.tools.get(ctx.target) if upstream is not None else None
+    desc = tool.get("description") if isinstance(tool, dict) else None
+    return desc if isinstance(desc, str) else ""
+
+
+__all__ = ["StageConfig", "arguments", "audit_mode", "enforce", "matches", "parse", "stage_block",
+           "tool_description"]

@@ -1,0 +1,248 @@
+"""Attack-chain and toxic-flow tracking (after policy, on tools/call).
+
+`on_request` classifies the call, advances the session's kill chain and, for
+an outbound call (network, message send, write outside the workspace),
+checks whether the session already holds both private data and untrusted
+content. `on_complete` observes what the call brought in: a sensitive read,
+a result DLP redacted (`ctx.notes["dlp"]`), fetched content, instructions
+aimed at the agent in the result, findings of the poisoning stage.
+See `mcpwall.security.chains` for the model.
+
+policy.yaml::
+
+    stages:
+      chain:
+        enabled: true
+        killChain: true          # block a session whose kill chain reached exfiltration_confirmed
+        toxicFlow: true
+        action: deny             # deny | ask | warn, for a toxic flow
+        workspace: [/workspace]  # writes outside these roots are outbound
+        untrustedServers: []     # every result from these is untrusted content
+        trustedServers: []       # results from these are never untrusted
+        privateServers: []       # every successful read from these is private data
+        decaySeconds: 300
+        sourceTtlSeconds: 3600
+
+`ctx.notes["chain"]` records the state, the event, the sources and the flow.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import re2
+from pydantic import Field
+
+from mcpwall.policy import Decision
+from mcpwall.protocol import ErrorCode, Message
+from mcpwall.security._classify import CallFacts, classify
+from mcpwall.security._json import strings
+from mcpwall.security._stagekit import (
+    StageConfig,
+    arguments,
+    audit_mode,
+    enforce,
+    matches,
+    parse,
+    stage_block,
+)
+from mcpwall.security._stagekit import tool_description as describe_tool
+from mcpwall.security.chains import (
+    FINAL,
+    INJECTION,
+    LARGE_READ_BYTES,
+    ChainTracker,
+    describe_flow,
+    kill_chain_event,
+)
+from mcpwall.stages._base import Reject, RequestContext, Stage
+
+if TYPE_CHECKING:
+    from mcpwall.proxy._gateway import Gateway
+
+log = logging.getLogger("mcpwall.chain")
+
+_SIZE_KEYS = frozenset({"size", "length", "bytes", "max_bytes", "maxbytes", "limit", "max_length", "count"})
+_INJECTION = re2.compile(INJECTION.pattern)
+_SCAN_LIMIT = 65_536
+
+
+class ChainConfig(StageConfig):
+    enabled: bool = True
+    killChain: bool = True
+    toxicFlow: bool = True
+    action: Literal["deny", "ask", "warn"] = "deny"
+    workspace: list[str] = Field(default_factory=list)
+    untrustedServers: list[str] = Field(default_factory=list)
+    trustedServers: list[str] = Field(default_factory=list)
+    privateServers: list[str] = Field(default_factory=list)
+    decaySeconds: float = 300.0
+    sourceTtlSeconds: float = 3600.0
+
+
+def _size_hint(args: Mapping[str, Any]) -> int:
+    best = 0
+    for key, value in args.items():
+        if key.lower() in _SIZE_KEYS and isinstance(value, int | float) and not isinstance(value, bool):
+            best = max(best, int(value))
+    return best
+
+
+def injection_in(result: Any) -> str | None:
+    """Instructions aimed at the agent in a tool result (first match), or None."""
+    scanned = 0
+    for _, key, text in strings(result):
+        if key in ("type", "mimeType", "uri") or len(text) < 12:
+            continue
+        chunk = text[:_SCAN_LIMIT - scanned]
+        m = _INJECTION.search(chunk)
+        if m is not None:
+            return str(m.group(0))[:120]
+        scanned += len(chunk)
+        if scanned >= _SCAN_LIMIT:
+            break
+    return None
+
+
+class ChainStage(Stage):
+    name = "chain"
+
+    def __init__(self, config: ChainConfig | None = None, workspace: list[str] | None = None) -> None:
+        self.config = config or ChainConfig()
+        self.workspace = list(self.config.workspace or workspace or ["/workspace"])
+        self.tracker = ChainTracker(decay_s=self.config.decaySeconds, source_ttl_s=self.config.sourceTtlSeconds)
+        self._pending: dict[int, CallFacts] = {}
+        self._evidence: dict[int, str | None] = {}
+        self.kill_chain_blocks = 0
+        self.toxic_flows = 0
+        self.sources = {"private": 0, "untrusted": 0}
+
+    def bind(self, gateway: Gateway) -> None:
+        if not self.config.workspace:
+            # the servers' declared roots are workspace too
+            for upstream in gateway.servers.values():
+                self.workspace.extend(r for r in (upstream.spec.roots or []) if r not in self.workspace)
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        if ctx.method != "tools/call":
+            return None
+        args = arguments(ctx)
+        facts = classify(ctx.target, args, describe_tool(ctx))
+        self._pending[id(ctx)] = facts
+        sid, label = ctx.session.id, f"{ctx.server}/{ctx.target}"
+        event = kill_chain_event(facts, _size_hint(args))
+        state, alert = self.tracker.advance(sid, event, label)
+        note: dict[str, Any] = {"state": state}
+        if event:
+            note["event"] = event
+        ctx.notes["chain"] = note
+        if alert and self.config.killChain:
+            self.kill_chain_blocks += 1
+            reason = f"[mcpwall.attack-chain] attack chain reached {FINAL}: {self.tracker.chain_text(sid)}"
+            note["alert"] = reason
+            log.warning("%s (session %s)", reason, sid[:8])
+            verdict = enforce(ctx, "chain", Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + reason, {
+                "reasons": [reason], "rule_ids": ["mcpwall.attack-chain"], "state": state}))
+            if verdict is not None:
+                return verdict
+        if not self.config.toxicFlow:
+            return None
+        sink = facts.outbound(self.workspace)
+        if sink is None:
+            return None
+        flow = self.tracker.toxic(sid)
+        if flow is None:
+            return None
+        self.toxic_flows += 1
+        reason = "[mcpwall.toxic-flow] " + describe_flow(flow[0], flow[1], sink, label)
+        note["toxic_flow"] = reason
+        log.warning("%s (session %s)", reason, sid[:8])
+        return await self._act(ctx, reason)
+
+    async def _act(self, ctx: RequestContext, reason: str) -> Reject | None:
+        data = {"reasons": [reason], "rule_ids": ["mcpwall.toxic-flow"]}
+        if self.config.action == "warn":
+            return None
+        if self.config.action == "ask" and not audit_mode(ctx):
+            approvals = getattr(ctx.gateway, "approvals", None)
+            if approvals is None:
+                return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: this call needs approval and no approval "
+                              "channel is running; " + reason, {**data, "approval": "unavailable"},
+                              outcome="ask-denied")
+            policy = ctx.gateway.policy.current
+            decision = Decision(action="ask", reasons=(reason,), rule_ids=("mcpwall.toxic-flow",), mode=policy.mode,
+                                enforced_action="ask", revision=policy.revision,
+                                timeout_ms=ctx.timeout_ms or policy.default_timeout_ms)
+            verdict: Reject | None = await approvals.hold(ctx, decision)
+            return verdict
+        return enforce(ctx, "chain", Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + reason, data))
+
+    async def on_response(self, ctx: RequestContext, response: Message) -> Message:
+        # Scan what the upstream sent before later stages (DLP, poisoning) rewrite it.
+        facts = self._pending.get(id(ctx))
+        if facts is not None and isinstance(response.get("result"), dict):
+            self._evidence[id(ctx)] = injection_in(response["result"])
+        return response
+
+    def on_complete(self, ctx: RequestContext) -> None:
+        facts = self._pending.pop(id(ctx), None)
+        evidence = self._evidence.pop(id(ctx), None)
+        if facts is None or ctx.outcome != "ok" or ctx.server is None:
+            return
+        sid, label = ctx.session.id, f"{ctx.server}/{ctx.target}"
+        server = ctx.server
+        private = facts.private_source
+        dlp = ctx.notes.get("dlp")
+        if isinstance(dlp, dict) and dlp.get("redactions"):
+            private = f"{dlp['redactions']} secret(s) redacted ({', '.join(sorted(dlp.get('types', {})))})"
+        if private is None and self.config.privateServers and matches(self.config.privateServers, server) \
+                and not (facts.writes or facts.sends):
+            private = f"read from private server {server}"
+        if private is not None:
+            self.tracker.observe(sid, "private", label, private)
+            self.sources["private"] += 1
+        untrusted = None
+        if not (self.config.trustedServers and matches(self.config.trustedServers, server)):
+            poisoning = ctx.notes.get("poisoning")
+            if evidence is not None:
+                untrusted = f"instructions aimed at the agent: {evidence!r}"
+            elif poisoning:
+                untrusted = "the poisoning scan flagged the result"
+            elif self.config.untrustedServers and matches(self.config.untrustedServers, server):
+                untrusted = f"result from untrusted server {server}"
+            else:
+                untrusted = facts.untrusted_source
+        if untrusted is not None:
+            self.tracker.observe(sid, "untrusted", label, untrusted)
+            self.sources["untrusted"] += 1
+        if facts.reads and isinstance(ctx.response, dict):
+            size = ctx.bytes_out or sum(len(t) for _, _, t in strings(ctx.response.get("result")))
+            if size > LARGE_READ_BYTES:
+                self.tracker.advance(sid, "LARGE_FILE_READ", label)
+        self._prune(ctx)
+
+    def _prune(self, ctx: RequestContext) -> None:
+        if len(self._pending) > 10_000:
+            self._pending.clear()
+            self._evidence.clear()
+        if len(self.tracker.sessions()) > 2000:
+            live = ctx.gateway.sessions
+            for sid in self.tracker.sessions():
+                if sid not in live:
+                    self.tracker.forget(sid)
+
+    def status(self) -> dict[str, Any]:
+        return {"kill_chain_blocks": self.kill_chain_blocks, "toxic_flows": self.toxic_flows,
+                "sources": dict(self.sources), "sessions": self.tracker.states()}
+
+
+def build(config: Mapping[str, Any], settings: Any = None) -> ChainStage | None:
+    cfg = parse(ChainConfig, stage_block(config, "chain"), "stages.chain")
+    if not cfg.enabled:
+        return None
+    return ChainStage(cfg)
+
+
+__all__ = ["ChainConfig", "ChainStage", "build", "injection_in"]

@@ -1,0 +1,145 @@
+"""The DLP stage: mask secrets in results, and stop them from being sent back out.
+
+Response side (`on_response`): every string of the result (and of an upstream
+error's message and data), including JSON nested inside text, is scanned;
+secrets become `[REDACTED-<type>]`. `ctx.notes["dlp"]` records what was masked
+(types and JSON paths, never the secret) for the ledger.
+
+Request side (`on_request`): a tools/call (or prompts/get, resources/read)
+whose arguments carry a secret this session was shown, even encoded, is
+denied (-32001): the agent is exfiltrating it.
+
+policy.yaml::
+
+    dlp: true | false | {enabled: true, action: redact|block, exfiltration: true, disable: [high-entropy]}
+
+`action: block` withholds a result containing secrets instead of masking it.
+Redaction applies in audit mode too (like the policy's redact rules); the
+exfiltration block and `action: block` are recorded, not enforced, in audit mode.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field
+
+from mcpwall.protocol import ErrorCode, Message, error
+from mcpwall.security._stagekit import StageConfig, enforce, parse
+from mcpwall.security.dlp import Finding, Fingerprints, Scanner
+from mcpwall.stages._base import Reject, RequestContext, Stage
+
+log = logging.getLogger("mcpwall.dlp")
+
+#: Methods whose results are scanned and whose arguments are checked for exfiltration.
+SCANNED = frozenset({"tools/call", "resources/read", "prompts/get", "completion/complete"})
+MAX_NOTED = 50
+
+
+class DLPConfig(StageConfig):
+    enabled: bool = True
+    action: Literal["redact", "block"] = "redact"
+    exfiltration: bool = True
+    #: secret types to leave alone (e.g. `high-entropy`)
+    disable: list[str] = Field(default_factory=list)
+
+
+class DLPStage(Stage):
+    name = "dlp"
+
+    def __init__(self, config: DLPConfig | None = None) -> None:
+        self.config = config or DLPConfig()
+        self.scanner = Scanner(disabled=self.config.disable)
+        self.fingerprints = Fingerprints()
+        self.responses_redacted = 0
+        self.redactions = 0
+        self.by_type: Counter[str] = Counter()
+        self.exfiltration_blocked = 0
+        self.withheld = 0
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        if not self.config.exfiltration or ctx.method not in SCANNED:
+            return None
+        session = ctx.session.id
+        if not self.fingerprints.has(session):
+            return None
+        hits = self.fingerprints.match(session, ctx.params, self.scanner)
+        if not hits:
+            return None
+        self.exfiltration_blocked += 1
+        kinds = sorted({h["type"] for h in hits})
+        where = ", ".join(h["path"] for h in hits[:5])
+        reason = (f"[mcpwall.dlp.exfiltration] the arguments carry a secret this session received "
+                  f"({', '.join(kinds)} at {where})")
+        ctx.notes.setdefault("dlp", {})["exfiltration"] = hits[:MAX_NOTED]
+        log.warning("%s/%s: %s (session %s)", ctx.server, ctx.target, reason, ctx.session.id[:8])
+        return enforce(ctx, "dlp", Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + reason, {
+            "reasons": [reason], "rule_ids": ["mcpwall.dlp.exfiltration"], "findings": hits[:MAX_NOTED]}))
+
+    async def on_response(self, ctx: RequestContext, response: Message) -> Message:
+        if ctx.method not in SCANNED:
+            return response
+        if "result" in response:
+            body, findings = self.scanner.redact(response["result"], "result")
+            if findings:
+                response = {**response, "result": body}
+        elif isinstance(response.get("error"), dict):
+            body, findings = self.scanner.redact(response["error"], "error")
+            if findings:
+                response = {**response, "error": body}
+        else:
+            return response
+        if not findings:
+            return response
+        self._record(ctx, findings)
+        if self.config.action == "block":
+            reason = (f"[mcpwall.dlp] the result contains {len(findings)} secret(s) "
+                      f"({', '.join(sorted({f.type for f in findings}))})")
+            verdict = enforce(ctx, "dlp", Reject(ErrorCode.BLOCKED, reason))
+            if verdict is not None:
+                self.withheld += 1
+                ctx.outcome = "deny"
+                return error(ctx.id, ErrorCode.BLOCKED, "Blocked by mcpwall: the response was withheld; " + reason,
+                             {"reasons": [reason], "rule_ids": ["mcpwall.dlp"], "phase": "response",
+                              "masked": [f.public() for f in findings[:MAX_NOTED]]})
+        return response
+
+    def _record(self, ctx: RequestContext, findings: list[Finding]) -> None:
+        self.responses_redacted += 1
+        self.redactions += len(findings)
+        types = Counter(f.type for f in findings)
+        self.by_type.update(types)
+        note = ctx.notes.setdefault("dlp", {})
+        note["redactions"] = note.get("redactions", 0) + len(findings)
+        note.setdefault("masked", []).extend(f.public() for f in findings[:MAX_NOTED])
+        note["types"] = dict(types)
+        if self.config.exfiltration:
+            self.fingerprints.add(ctx.session.id, findings)
+        self._prune(ctx)
+        log.info("%s/%s: redacted %d secret(s): %s", ctx.server, ctx.target, len(findings),
+                 ", ".join(f"{k} x{v}" for k, v in types.items()))
+
+    def _prune(self, ctx: RequestContext) -> None:
+        # Sessions end without telling stages; drop fingerprints of closed ones now and then.
+        if len(self.fingerprints.sessions()) > 1000:
+            live = ctx.gateway.sessions
+            for sid in self.fingerprints.sessions():
+                if sid not in live:
+                    self.fingerprints.forget(sid)
+
+    def status(self) -> dict[str, Any]:
+        return {"responses_redacted": self.responses_redacted, "redactions": self.redactions,
+                "by_type": dict(self.by_type), "exfiltration_blocked": self.exfiltration_blocked,
+                "withheld": self.withheld, "fingerprints": len(self.fingerprints), "action": self.config.action}
+
+
+def build(config: Mapping[str, Any], settings: Any = None) -> DLPStage | None:
+    """On by default; `dlp: false` or `dlp: {enabled: false}` switches it off."""
+    cfg = parse(DLPConfig, config.get("dlp"), "dlp")
+    return DLPStage(cfg) if cfg.enabled else None
+
+
+__all__ = ["SCANNED", "DLPConfig", "DLPStage", "build"]

@@ -1,0 +1,117 @@
+"""The honeytoken tripwire: a request carrying a planted decoy credential is blocked, with an alert.
+
+Runs early (before protocol validation and policy) on every request's params,
+so a decoy cannot slip through on a method the policy does not look at. The
+decoys come from the injection stage (`honeytokens_inject`), which plants them
+in results; both share one `Registry` on the gateway (`gateway.honeytokens`),
+backed by `gateway.state` so that detection survives a restart.
+
+policy.yaml::
+
+    honeytokens: true | false | {enabled: true, types: [aws, github, database],
+                                 tools: ['read_*'], servers: ['fs'], blockInAudit: true}
+
+Off unless enabled. A decoy has no legitimate use, so the tripwire blocks in
+audit mode too unless `blockInAudit: false`. `ctx.notes["honeytoken"]` holds
+the alert (type, part, where it was planted, the argument path).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from mcpwall.protocol import ErrorCode
+from mcpwall.security._stagekit import StageConfig, enforce, parse
+from mcpwall.security.honeytokens import Registry
+from mcpwall.stages._base import Reject, RequestContext, Stage
+
+if TYPE_CHECKING:
+    from mcpwall.proxy._gateway import Gateway
+
+log = logging.getLogger("mcpwall.honeytokens")
+
+#: Requests never worth scanning (no user data in them).
+_SKIP = frozenset({"initialize", "ping", "tools/list", "prompts/list", "resources/list",
+                   "resources/templates/list", "logging/setLevel"})
+
+
+Kind = Literal["aws", "github", "database"]
+_ALL_KINDS: tuple[Kind, ...] = ("aws", "github", "database")
+
+
+class HoneytokenConfig(StageConfig):
+    enabled: bool = False
+    types: list[Kind] = Field(default_factory=lambda: list(_ALL_KINDS))
+    #: globs of tool names / servers whose results get decoys (empty: all)
+    tools: list[str] = Field(default_factory=list)
+    servers: list[str] = Field(default_factory=list)
+    blockInAudit: bool = True
+
+
+def config_of(config: Mapping[str, Any]) -> HoneytokenConfig:
+    return parse(HoneytokenConfig, config.get("honeytokens"), "honeytokens")
+
+
+def shared_registry(gateway: Gateway) -> Registry:
+    """The one registry of a gateway, created by whichever honeytoken stage binds first."""
+    registry = getattr(gateway, "honeytokens", None)
+    if not isinstance(registry, Registry):
+        registry = Registry()
+        gateway.honeytokens = registry  # type: ignore[attr-defined]
+    return registry
+
+
+class HoneytokenTripwire(Stage):
+    name = "honeytoken_tripwire"
+
+    def __init__(self, config: HoneytokenConfig | None = None, registry: Registry | None = None) -> None:
+        self.config = config or HoneytokenConfig(enabled=True)
+        self.registry = registry or Registry()
+        self.alerts = 0
+        self._gateway: Gateway | None = None
+
+    def bind(self, gateway: Gateway) -> None:
+        self.registry = shared_registry(gateway)
+        self._gateway = gateway
+
+    async def start(self) -> None:
+        if self._gateway is not None and not self.registry.loaded:
+            count = self.registry.load(self._gateway.state)
+            if count:
+                log.info("honeytokens: %d planted decoy part(s) remembered from earlier runs", count)
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        if ctx.method in _SKIP or not ctx.params:
+            return None
+        hits = self.registry.find(ctx.params)
+        if not hits:
+            return None
+        self.alerts += 1
+        hit = hits[0]
+        alert = {**hit.alert(), "hits": len(hits), "method": ctx.method, "server": ctx.server,
+                 "tool": ctx.target, "session": ctx.session.id, "client": ctx.session.client_name,
+                 "agent": ctx.session.agent}
+        ctx.notes["honeytoken"] = alert
+        reason = (f"[mcpwall.honeytoken] a decoy credential ({hit.part}, planted in a result of "
+                  f"{alert['planted_server']}/{alert['planted_tool']}) was used at {hit.path}")
+        log.warning("HONEYTOKEN ALERT: %s; session %s client %r agent %r", reason, ctx.session.id[:8],
+                    ctx.session.client_name, ctx.session.agent)
+        return enforce(ctx, "honeytoken", Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + reason, {
+            "reasons": [reason], "rule_ids": ["mcpwall.honeytoken"], "honeytoken": {
+                k: alert[k] for k in ("type", "part", "path", "planted_server", "planted_tool")}}),
+            always=self.config.blockInAudit)
+
+    def status(self) -> dict[str, Any]:
+        return {"alerts": self.alerts, "known_decoy_parts": len(self.registry), "detected": self.registry.detected}
+
+
+def build(config: Mapping[str, Any], settings: Any = None) -> HoneytokenTripwire | None:
+    cfg = config_of(config)
+    return HoneytokenTripwire(cfg) if cfg.enabled else None
+
+
+__all__ = ["HoneytokenConfig", "HoneytokenTripwire", "build", "config_of", "shared_registry"]
