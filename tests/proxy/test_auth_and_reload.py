@@ -146,3 +146,21 @@ def _eventually(check: object, timeout: float = 10.0) -> None:
             return
         time.sleep(0.2)
     raise AssertionError("condition not reached")
+
+
+def test_a_named_token_is_an_identity_a_header_cannot_override(tmp_path: Path) -> None:
+    from mcpwall.proxy import write_secret
+
+    home = tmp_path / "home"
+    write_secret(home / "run" / "tokens" / "intern.token", "intern-token-0123456789")
+    policy = PERMISSIVE.replace("rules:\n", "rules:\n  - {id: no-interns, tools: [read_graph], agents: [intern], "
+                                           "action: deny}\n")
+    g = GatewayProcess(home, {"memory": MEMORY}, policy).start()
+    try:
+        r = httpx.post(f"{g.url}/memory", json=PING, headers={"Authorization": "Bearer intern-token-0123456789",
+                                                             "x-agent-id": "admin"})
+        assert r.json()["error"]["code"] == -32001
+        assert "no-interns" in str(r.json()["error"]["data"])
+        assert "result" in g.post("/memory", PING, headers={"x-agent-id": "admin"}).json()
+    finally:
+        g.stop()

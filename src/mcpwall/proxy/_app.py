@@ -25,7 +25,7 @@ from mcpwall.proxy._http import HttpFrontend
 from mcpwall.proxy._policystore import PolicyStore
 from mcpwall.proxy._servers import check_names, load_servers_file
 from mcpwall.proxy._stdio import StdioFrontend
-from mcpwall.proxy._token import load_token
+from mcpwall.proxy._token import load_named_tokens, load_token
 from mcpwall.stages import AuthStage, Stage, default_stages
 
 log = logging.getLogger("mcpwall")
@@ -89,6 +89,7 @@ def build(settings: GatewaySettings) -> Built:
     if not settings.insecure_no_auth:
         token, source = load_token(settings.home, settings.token_file)
         tokens[token] = ""
+        tokens.update({t: identity for identity, t in load_named_tokens(settings.home).items()})
     auth = AuthStage(tokens, insecure_no_auth=settings.insecure_no_auth,
                      allowed_hosts=[settings.host, *settings.allowed_hosts], allowed_origins=settings.allowed_origins)
     stages = default_stages(auth, dict(store.current.source.sections), settings)

@@ -220,7 +220,7 @@ class HttpFrontend:
         is_init = msg.get("method") == "initialize" and "id" in msg
         if is_init:
             session = self.gateway.open_session("http", server, peer=_peer(scope),
-                                                agent=headers.get("x-agent-id") or identity or "",
+                                                agent=identity or headers.get("x-agent-id") or "",
                                                 process_name=headers.get("x-mcpwall-process", ""))
         elif session is None:
             status = 404 if sid else 400
@@ -340,7 +340,8 @@ class HttpFrontend:
     # ------------------------------------------------------------------ seatbelt's plain route
 
     def _plain_session(self, server: str, identity: str, peer: str, headers: dict[str, str]) -> Session:
-        agent = headers.get("x-agent-id") or identity
+        # A named token's identity wins over a header the client chose itself.
+        agent = identity or headers.get("x-agent-id")
         key = (server, agent, headers.get("x-mcpwall-client", ""))
         session = self._plain.get(key)
         if session is None or session.closed:
@@ -391,7 +392,7 @@ class HttpFrontend:
             await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {server!r}"))
             return
         try:
-            out = explain(self.gateway, server, body, agent=headers.get("x-agent-id") or identity or "")
+            out = explain(self.gateway, server, body, agent=identity or headers.get("x-agent-id") or "")
         except ValueError as exc:
             await _reply_json(send, 400, error(None, ErrorCode.INVALID_PARAMS, str(exc)))
             return

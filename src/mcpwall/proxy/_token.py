@@ -8,6 +8,7 @@ A generated token is written to `<home>/run/gateway.token` with mode 0600
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -45,6 +46,27 @@ def read_secret(path: Path) -> str:
     return value
 
 
+_IDENTITY = re.compile(r"^[A-Za-z0-9_.:-]+$")
+
+
+def load_named_tokens(home: Path) -> dict[str, str]:
+    """Tokens that stand for an agent identity: `<home>/run/tokens/<identity>.token` (mode 0600).
+
+    A request with such a token is that agent (RBAC, policy `agents:`), whatever
+    `x-agent-id` header it sends.
+    """
+    folder = home / "run" / "tokens"
+    out: dict[str, str] = {}
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("*.token")):
+        identity = path.stem
+        if not _IDENTITY.match(identity):
+            raise ConfigError(f"token file {path}: the name must be an identity ([A-Za-z0-9_.:-]+)")
+        out[identity] = read_secret(path)
+    return out
+
+
 def load_token(home: Path, token_file: Path | None) -> tuple[str, str]:
     """(token, where it came from). Generates one on first start."""
     env = os.environ.get(TOKEN_ENV)
@@ -60,4 +82,4 @@ def load_token(home: Path, token_file: Path | None) -> tuple[str, str]:
     return token, str(path)
 
 
-__all__ = ["TOKEN_ENV", "load_token", "read_secret", "token_path", "write_secret"]
+__all__ = ["TOKEN_ENV", "load_named_tokens", "load_token", "read_secret", "token_path", "write_secret"]
