@@ -28,7 +28,14 @@ from mcpwall.proxy._policystore import PolicyStore
 from mcpwall.proxy._servers import load_servers_file, spec_from_entry
 from mcpwall.proxy._session import Session
 from mcpwall.proxy._stdio import StdioFrontend
-from mcpwall.proxy._token import TOKEN_ENV, load_named_tokens, load_token, read_secret, token_path, write_secret
+from mcpwall.proxy._token import (
+    TOKEN_ENV,
+    load_named_tokens,
+    load_token,
+    read_secret,
+    token_path,
+    write_secret,
+)
 from mcpwall.proxy._upstream import CircuitBreaker, UpstreamError, UpstreamServer
 
 __all__ = [

@@ -341,7 +341,7 @@ class HttpFrontend:
 
     def _plain_session(self, server: str, identity: str, peer: str, headers: dict[str, str]) -> Session:
         # A named token's identity wins over a header the client chose itself.
-        agent = identity or headers.get("x-agent-id")
+        agent = identity or headers.get("x-agent-id") or ""
         key = (server, agent, headers.get("x-mcpwall-client", ""))
         session = self._plain.get(key)
         if session is None or session.closed:
