@@ -6,11 +6,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PY_STAMP   := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
+# The MCP conformance suite: its own npm project, pinned for Node 20 (docs/CONFORMANCE.md).
+CONF_DIR   := tests/conformance
+CONF_STAMP := $(CONF_DIR)/node_modules/.installed
 MCPWALL_RUN_HOME ?= $(HOME)/.mcpwall
 
 .PHONY: run test lint typecheck pytest bench setup clean
 
-setup: $(PY_STAMP) $(NODE_STAMP)
+setup: $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP)
 
 $(PY_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +23,10 @@ $(PY_STAMP): pyproject.toml
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(CONF_STAMP): $(CONF_DIR)/package.json $(CONF_DIR)/package-lock.json
+	npm ci --prefix $(CONF_DIR) --no-audit --no-fund --loglevel=error
 	touch $@
 
 # Start the gateway on its embedded defaults: SQLite ledger and default policy
@@ -44,4 +51,4 @@ bench: setup
 	$(BIN)/python bench/proxy_overhead.py
 
 clean:
-	rm -rf $(VENV) node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) node_modules $(CONF_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache

@@ -143,7 +143,9 @@ class StreamableHttpTransport:
             async for ev in events(response.aiter_lines(), MAX_MESSAGE_BYTES):
                 last_id = ev.id or last_id
                 retry_ms = ev.retry or retry_ms
-                answered = self._handle_event(ev.data, request_id) or answered
+                if self._handle_event(ev.data, request_id):
+                    answered = True
+                    break  # the answer ends this request's stream for us
         except (httpx.HTTPError, ValueError) as exc:
             log.info("[%s] SSE stream for request %r ended: %s", self.name, request_id, exc)
         if not answered and request_id is not None:
@@ -170,7 +172,6 @@ class StreamableHttpTransport:
             await asyncio.sleep(retry_ms / 1000)
             headers = {**self._request_headers(), "Last-Event-ID": last_id, "Accept": "text/event-stream"}
             headers.pop("Content-Type", None)
-            answered = False
             try:
                 async with self._client.stream("GET", self.url, headers=headers) as response:
                     if response.status_code != 200:
@@ -178,11 +179,12 @@ class StreamableHttpTransport:
                     async for ev in events(response.aiter_lines(), MAX_MESSAGE_BYTES):
                         last_id = ev.id or last_id
                         retry_ms = ev.retry or retry_ms
-                        answered = self._handle_event(ev.data, request_id) or answered
+                        if self._handle_event(ev.data, request_id):
+                            # Answered: a server need not end a resumed stream, and holding
+                            # it would keep one connection per call.
+                            return
             except (httpx.HTTPError, ValueError):
                 pass
-            if answered:
-                return
         self._fail(request_id, "upstream stream ended and could not be resumed")
 
     async def _get_stream(self) -> None:

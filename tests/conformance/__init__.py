@@ -1,0 +1,1 @@
+"""The official MCP conformance suite against mcpwall (issue 4)."""
