@@ -48,6 +48,7 @@ test: lint typecheck pytest
 bench: setup
 	$(BIN)/python bench/policy_eval.py
 	$(BIN)/python bench/discovery_scan.py
+	$(BIN)/python bench/ledger_write.py
 	$(BIN)/python bench/proxy_overhead.py
 
 clean:

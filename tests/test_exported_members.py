@@ -10,7 +10,8 @@ import importlib
 import pytest
 
 PACKAGES = ["mcpwall", "mcpwall.errors", "mcpwall.policy", "mcpwall.cli", "mcpwall.discovery", "mcpwall.proxy",
-            "mcpwall.stages", "mcpwall.protocol", "mcpwall.transports"]
+            "mcpwall.stages", "mcpwall.protocol", "mcpwall.transports", "mcpwall.relay", "mcpwall.builtin",
+            "mcpwall.admin", "mcpwall.isolation", "mcpwall.sandbox", "mcpwall.ledger", "mcpwall.security.poisoning"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -43,6 +43,9 @@ def gateway_options(func: Any) -> Any:
         click.option("--allow-origin", "allowed_origins", multiple=True, help="Extra browser Origin to accept."),
         click.option("--frame-listen", "frame_listen", multiple=True,
                      help="Framed relay listener: unix:PATH or tcp:HOST:PORT."),
+        click.option("--isolate", is_flag=True,
+                     help="Run upstream connections in a separate aggregator process (no ledger, token or "
+                          "policy file there)."),
         click.option("--ledger", "ledger_url", default=None,
                      help="Ledger database: a path or sqlite:///PATH or postgresql://... (default <home>/ledger.db)."),
         click.option("--log-level", default="INFO", show_default=True),
@@ -56,8 +59,15 @@ def gateway_options(func: Any) -> Any:
 def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[Path, ...], discover: bool,
               host: str, port: int, insecure_no_auth: bool, token_file: Path | None,
               allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], ledger_url: str | None,
-              frame_listen: tuple[str, ...], **options: Any) -> Any:
+              frame_listen: tuple[str, ...], isolate: bool = False, **options: Any) -> Any:
+    from mcpwall.admin import register as register_admin
+    from mcpwall.isolation import register as register_isolation
     from mcpwall.proxy import GatewaySettings
+    from mcpwall.relay import register as register_relay
+
+    register_relay()      # --frame-listen
+    register_isolation()  # --isolate
+    register_admin()      # /api/admin/
 
     extra: dict[str, ServerSpec] = {}
     if discover:
@@ -72,7 +82,8 @@ def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[
                                extra_servers=extra, host=host, port=port, insecure_no_auth=insecure_no_auth,
                                token_file=token_file, allowed_hosts=list(allowed_hosts),
                                allowed_origins=list(allowed_origins))
-    settings.extras = {"ledger_url": ledger_url, "frame_listen": list(frame_listen), **options}
+    settings.extras = {"ledger_url": ledger_url, "frame_listen": list(frame_listen), "isolate": isolate,
+                       **options}
     return settings
 
 
@@ -107,7 +118,7 @@ def _run(settings: Any, stdio: bool, agent: str, log_level: str, record: bool = 
 def proxy(home: Path | None, policy_file: Path | None, servers_files: tuple[Path, ...], discover: bool, host: str,
           port: int, stdio: bool, agent: str, insecure_no_auth: bool, token_file: Path | None,
           allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], frame_listen: tuple[str, ...],
-          ledger_url: str | None, log_level: str) -> None:
+          isolate: bool, ledger_url: str | None, log_level: str) -> None:
     """Run the gateway: every server behind one policy-enforcing MCP endpoint.
 
     Serves /mcp (all servers, tools named server__tool), /mcp/{server},
@@ -115,7 +126,7 @@ def proxy(home: Path | None, policy_file: Path | None, servers_files: tuple[Path
     /metrics on 127.0.0.1:9420, or everything over stdio with --stdio.
     """
     settings = _settings(home, policy_file, servers_files, discover, host, port, insecure_no_auth, token_file,
-                         allowed_hosts, allowed_origins, ledger_url, frame_listen)
+                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate)
     _run(settings, stdio, agent, log_level)
 
 
@@ -124,10 +135,10 @@ def proxy(home: Path | None, policy_file: Path | None, servers_files: tuple[Path
 def record(home: Path | None, policy_file: Path | None, servers_files: tuple[Path, ...], discover: bool, host: str,
            port: int, stdio: bool, agent: str, insecure_no_auth: bool, token_file: Path | None,
            allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], frame_listen: tuple[str, ...],
-           ledger_url: str | None, log_level: str) -> None:
+           isolate: bool, ledger_url: str | None, log_level: str) -> None:
     """Run the gateway and capture every session to <home>/sessions/<id>.mcpcap.json."""
     settings = _settings(home, policy_file, servers_files, discover, host, port, insecure_no_auth, token_file,
-                         allowed_hosts, allowed_origins, ledger_url, frame_listen)
+                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate)
     _run(settings, stdio, agent, log_level, record=True)
 
 

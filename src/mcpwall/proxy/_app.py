@@ -146,8 +146,15 @@ async def serve_http(built: Built, ready: Callable[[str], None] | None = None,
 async def serve_stdio(built: Built, server: str | None, agent: str = "", process_name: str = "") -> None:
     _install_reload(built)
     await built.gateway.start()
+    main = asyncio.current_task()
+    assert main is not None
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        # SIGTERM ends the session in order: the ledger flushes in gateway.stop().
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     try:
         await StdioFrontend(built.gateway, server, agent=agent, process_name=process_name).serve()
+    except asyncio.CancelledError:
+        pass
     finally:
         built.policy.stop()
         await built.gateway.stop()

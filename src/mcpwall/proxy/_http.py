@@ -114,6 +114,10 @@ class HttpFrontend:
         if path == "/health" and method == "GET":
             await self._health(send, headers)
             return
+        admin = getattr(self.gateway, "admin_api", None)
+        if admin is not None and path.startswith("/api/admin/"):
+            await admin(scope, receive, send)  # checks the bearer token itself
+            return
         if self.extra is not None and path.startswith(("/ui", "/api/")):
             # The dashboard and the admin API: a Starlette app that checks its own
             # credentials (cookie + CSRF for the UI, bearer token for the API).

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from mcpwall.protocol import ErrorCode, Message, error
+from mcpwall.protocol import ErrorCode, Message, ProtocolError, error
 from mcpwall.proxy._upstream import UpstreamError
 from mcpwall.stages import Reject, RequestContext, Stage
 
@@ -52,6 +52,10 @@ class Pipeline:
             ctx.outcome = "timeout" if exc.reason == "timeout" else "failed"
             ctx.error_message = str(exc)
             response = error(ctx.id, exc.code, str(exc), {"server": ctx.server, "reason": exc.reason})
+        except ProtocolError as exc:  # e.g. an unknown method on an aggregated session
+            ctx.outcome = "rejected"
+            ctx.error_message = exc.message
+            response = error(ctx.id, exc.code, exc.message, exc.data)
         finally:
             if ctx.server is not None:
                 ctx.upstream_ms = (clock() - t0) * 1000

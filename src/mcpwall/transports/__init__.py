@@ -12,6 +12,12 @@ from mcpwall.transports.streamable_http import StreamableHttpTransport
 def transport_for(name: str, spec: ServerSpec, wrapper: list[str] | None = None) -> Transport:
     """The transport a server spec asks for (`transport`, else stdio for a command, streamable HTTP for a URL)."""
     if spec.command:
+        if spec.sandbox is not None:
+            # bubblewrap, computed at connect time: a missing bwrap fails this server,
+            # it never starts it unconfined.
+            from mcpwall.sandbox import SandboxedTransport
+
+            return SandboxedTransport(name, spec, wrapper or [])
         return StdioTransport(spec.command, spec.args, spec.env, spec.cwd, name=name, wrapper=wrapper or [])
     assert spec.url is not None
     kind = spec.transport or ("sse" if spec.url.rstrip("/").endswith("/sse") else "streamable-http")

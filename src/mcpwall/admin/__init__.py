@@ -1,0 +1,44 @@
+"""The admin MCP server (`mcpwall mcp`) and the gateway's admin API it calls.
+
+    MCPWALL_GATEWAY_TOKEN=$(cat ~/.mcpwall/run/gateway.token) mcpwall mcp --gateway-url http://127.0.0.1:9420
+
+The server (`_server`) is a stdio MCP server whose every tool is one HTTP
+call (`_client`) to the running gateway; the gateway side of the calls it
+alone needs (live rules, timeline, verify-audit) is `_api`, mounted at
+`/api/admin/`. `register()` attaches that API to gateways as they are built.
+"""
+
+from __future__ import annotations
+
+from mcpwall.admin._api import PREFIX, AdminApi, AdminApiStage, admin_api_plugin, app_wrapper
+from mcpwall.admin._client import AdminCallError, GatewayClient
+from mcpwall.admin._rules import ORIGIN, LiveRules, RuleConflict
+from mcpwall.admin._server import create_server
+
+#: Where the admin server reads its token from when --token-file is not given.
+TOKEN_ENV = "MCPWALL_GATEWAY_TOKEN"
+
+
+def register() -> None:
+    """Add the admin API to `mcpwall.proxy.STAGE_PLUGINS` (idempotent)."""
+    from mcpwall.proxy import STAGE_PLUGINS
+
+    if admin_api_plugin not in STAGE_PLUGINS:
+        STAGE_PLUGINS.append(admin_api_plugin)
+
+
+__all__ = [
+    "ORIGIN",
+    "PREFIX",
+    "TOKEN_ENV",
+    "AdminApi",
+    "AdminApiStage",
+    "AdminCallError",
+    "GatewayClient",
+    "LiveRules",
+    "RuleConflict",
+    "admin_api_plugin",
+    "app_wrapper",
+    "create_server",
+    "register",
+]

@@ -1,0 +1,43 @@
+"""Isolation: the upstream connections run in a separate aggregator process.
+
+    settings.extras["isolate"] = True      # `mcpwall proxy --isolate`
+
+The aggregator (`python -m mcpwall.isolation`) holds no ledger handle, no
+token and no policy file; the gateway talks to it over length-prefixed
+msgpack frames on its stdin/stdout (`_wire`). `register()` adds the
+isolation stage to gateways built with `extras["isolate"]`.
+"""
+
+from __future__ import annotations
+
+from mcpwall.isolation._parent import (
+    OPEN_TIMEOUT_S,
+    Aggregator,
+    IsolatedTransport,
+    IsolationStage,
+    isolation_plugin,
+)
+from mcpwall.isolation._wire import MAX_FRAME, WireError, pack, read_frame, unpack
+
+
+def register() -> None:
+    """Add the isolation stage factory to `mcpwall.proxy.STAGE_PLUGINS` (idempotent)."""
+    from mcpwall.proxy import STAGE_PLUGINS
+
+    if isolation_plugin not in STAGE_PLUGINS:
+        STAGE_PLUGINS.append(isolation_plugin)
+
+
+__all__ = [
+    "MAX_FRAME",
+    "OPEN_TIMEOUT_S",
+    "Aggregator",
+    "IsolatedTransport",
+    "IsolationStage",
+    "WireError",
+    "isolation_plugin",
+    "pack",
+    "read_frame",
+    "register",
+    "unpack",
+]

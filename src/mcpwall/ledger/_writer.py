@@ -1,0 +1,365 @@
+"""The writer thread: rows leave the event loop and are committed in batches.
+
+`submit` only appends to a deque (thread-safe, no lock on the hot path). The
+thread wakes every `flush_interval` (50 ms), or at once when `batch_rows`
+(500) are waiting or a strict caller waits, serialises the rows, takes the
+chain's write lock, assigns seqs and MACs, inserts everything of the batch in
+one transaction and commits; then it advances the checkpoint and settles
+strict waiters. Rows that could not be written go back to the front of the
+queue, in order, and are retried with backoff; meanwhile `healthy` is False,
+which is what makes enforce mode fail closed. A row the database refuses
+for what it contains (not for being unreachable) is written again without
+its bodies and arguments, so one bad row can never block the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcpwall.ledger._backend import Backend, Connection
+from mcpwall.ledger._chain import event_mac_json, rule_mac, write_checkpoint
+from mcpwall.ledger._errors import LedgerError, LedgerUnavailable
+from mcpwall.ledger._event import BuildOptions, BuiltRow, Event, build_row
+from mcpwall.ledger._schema import CHAINED, now_iso
+
+log = logging.getLogger("mcpwall.ledger")
+
+_COLS = ", ".join(("seq", *CHAINED, "prev_mac", "mac"))
+_MARKS = ", ".join("?" for _ in range(len(CHAINED) + 3))
+_INSERT = {t: f"INSERT INTO {t} ({_COLS}) VALUES ({_MARKS})" for t in ("tool_calls", "protocol_events")}
+_INSERT_RULE = ("INSERT INTO security_rule_events (call_seq, idx, decision_id, ts, rule_id, action, layer, "
+                "compliance, owasp, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_BODY = ("INSERT INTO event_body_blobs (id, size, stored, truncated, content, created) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING")
+
+Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+
+
+@dataclass(frozen=True)
+class WriterOptions:
+    durability: str = "batched"  # "batched" | "strict"
+    flush_interval: float = 0.05
+    batch_rows: int = 500
+    max_pending: int = 200_000
+    max_tx_rows: int = 5000
+    probe_interval: float = 1.0
+
+
+@dataclass(slots=True)
+class _Item:
+    event: Event
+    waiter: Waiter | None = None
+
+
+def _settle(futures: list[asyncio.Future[None]], exc: BaseException | None) -> None:
+    for fut in futures:
+        if not fut.done():
+            if exc is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(exc)
+
+
+class Writer:
+    """Owns the writer connection and thread of one open ledger."""
+
+    def __init__(self, backend: Backend, key: bytes, ledger_id: str, checkpoint: Path | None,
+                 options: WriterOptions, build: BuildOptions, replica: str,
+                 prepare: Callable[[Connection], None] | None = None) -> None:
+        self.backend = backend
+        self.options = options
+        self._key = key
+        self._ledger_id = ledger_id
+        self._checkpoint = checkpoint
+        self._build = build
+        self._replica = replica
+        self._prepare = prepare
+        self._queue: deque[_Item] = deque()
+        self._wake = threading.Event()
+        self._cond = threading.Condition()
+        self._submitted = 0
+        self._done = 0
+        self._conn: Connection | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._stop_deadline = 0.0
+        self._last_activity = time.monotonic()
+        self._backoff = 0.1
+        self._last_complaint = 0.0
+        self.healthy = True
+        self.last_error: str | None = None
+        self.unhealthy_since: float | None = None
+        self.written = 0
+        self.dropped = 0
+        self.degraded = 0
+        self.batches = 0
+        self.head_seq = 0
+
+    # ------------------------------------------------------------------ caller side
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="mcpwall-ledger-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, event: Event, waiter: Waiter | None = None) -> bool:
+        """Queue one event; False if the queue is full (the event is dropped and counted)."""
+        if len(self._queue) >= self.options.max_pending:
+            self.dropped += 1
+            self._complain(f"ledger queue full ({self.options.max_pending} rows): a row was dropped")
+            return False
+        with self._cond:
+            self._submitted += 1
+        self._queue.append(_Item(event, waiter))
+        if waiter is not None or len(self._queue) >= self.options.batch_rows:
+            self._wake.set()
+        return True
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything submitted so far is committed (or dropped). False on timeout."""
+        with self._cond:
+            target = self._submitted
+        self._wake.set()
+        if not self.running:
+            return self._done >= target
+        with self._cond:
+            return self._cond.wait_for(lambda: self._done >= target, timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Flush (for at most `timeout` seconds), then end the thread and close the connection."""
+        self._stop_deadline = time.monotonic() + timeout
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout + 2.0)
+            self._thread = None
+        if self._queue:
+            log.error("ledger stopped with %d rows not written (%s)", len(self._queue), self.last_error)
+        self._close()
+
+    def write_now(self) -> None:
+        """Commit what is queued on the calling thread (no writer thread: CLI and tests)."""
+        self._drain()
+
+    # ------------------------------------------------------------------ thread
+
+    def _run(self) -> None:
+        while True:
+            timeout = self.options.flush_interval if self.healthy else self._backoff
+            self._wake.wait(timeout)
+            self._wake.clear()
+            try:
+                if self._queue:
+                    self._drain()
+                elif self._stopping:
+                    break
+                else:
+                    self._probe()
+            except Exception:  # never let the thread die: rows would pile up unseen
+                log.exception("ledger writer failed")
+            if self._stopping and (not self._queue or time.monotonic() > self._stop_deadline):
+                break
+        self._close()
+
+    def _take(self) -> list[_Item]:
+        batch: list[_Item] = []
+        with contextlib.suppress(IndexError):
+            while len(batch) < self.options.max_tx_rows:
+                batch.append(self._queue.popleft())
+        return batch
+
+    def _drain(self) -> None:
+        while self._queue:
+            batch = self._take()
+            try:
+                self._commit(batch)
+            except LedgerUnavailable as exc:
+                self._queue.extendleft(reversed(batch))
+                self._unavailable(str(exc), batch)
+                return
+            except Exception as exc:
+                try:
+                    self._one_by_one(batch, exc)
+                except LedgerUnavailable as exc2:
+                    self._unavailable(str(exc2), batch)
+                    return
+            self._recovered()
+
+    def _one_by_one(self, batch: list[_Item], first: BaseException) -> None:
+        log.error("ledger batch refused (%s); writing its %d rows one by one", first, len(batch))
+        for i, item in enumerate(batch):
+            try:
+                self._commit([item])
+                continue
+            except LedgerUnavailable:
+                self._queue.extendleft(reversed(batch[i:]))
+                raise
+            except Exception as exc:
+                error = f"{exc.__class__.__name__}: {exc}"
+            log.error("ledger row refused (%s): recording it without bodies or arguments", error)
+            degraded = dataclasses.replace(item.event, params=None, response=None, dlp=None, rules=None,
+                                           notes={"ledger_error": error[:500]}, reasons=(), rule_ids=())
+            try:
+                self._commit([_Item(degraded, item.waiter)])
+                self.degraded += 1
+            except LedgerUnavailable:
+                self._queue.extendleft(reversed(batch[i:]))
+                raise
+            except Exception:
+                log.exception("ledger row dropped: even its degraded form was refused")
+                self.dropped += 1
+                self._finish([item], LedgerError(f"row refused: {error}"))
+
+    def _connection(self) -> Connection:
+        if self._conn is None:
+            conn = self.backend.connect(writer=True)
+            if self._prepare is not None:
+                self._prepare(conn)
+            self._conn = conn
+        return self._conn
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _commit(self, batch: list[_Item]) -> None:
+        self._write_built(batch, [build_row(item.event, self._build, self._replica) for item in batch])
+
+    def _write_built(self, batch: list[_Item], built: list[BuiltRow]) -> None:
+        """Take the chain's lock, assign seqs and MACs, insert and commit one batch."""
+        conn = self._connection()
+        try:
+            conn.begin_write()
+            head = conn.execute("SELECT seq, mac FROM ledger_head WHERE id = 1")
+            seq, prev = int(head[0][0]), str(head[0][1])
+            rows: dict[str, list[tuple[Any, ...]]] = {"tool_calls": [], "protocol_events": []}
+            rules: list[tuple[Any, ...]] = []
+            bodies: dict[str, tuple[Any, ...]] = {}
+            created = now_iso()
+            for row in built:
+                seq += 1
+                mac = event_mac_json(self._key, row.table, seq, prev, row.values_json)
+                rows[row.table].append((seq, *row.values, prev, mac))
+                for idx, rule_id, action, layer, compliance, owasp in row.rules:
+                    values = (seq, idx, row.decision_id, row.ts, rule_id, action, layer, compliance, owasp)
+                    rules.append((*values, rule_mac(self._key, mac, values)))
+                for body in row.bodies:
+                    bodies.setdefault(body[0], (*body, created))
+                prev = mac
+            if bodies:
+                # Sorted: the ids are random hashes, and inserting them in key order keeps the
+                # index pages a batch touches few and hot.
+                conn.executemany(_INSERT_BODY, [bodies[k] for k in sorted(bodies)])
+            for table, table_rows in rows.items():
+                if table_rows:
+                    conn.executemany(_INSERT[table], table_rows)
+            if rules:
+                conn.executemany(_INSERT_RULE, rules)
+            conn.execute("UPDATE ledger_head SET seq = ?, mac = ? WHERE id = 1", (seq, prev))
+            conn.commit()
+        except LedgerUnavailable:
+            conn.rollback()
+            self._close()
+            raise
+        except BaseException:
+            conn.rollback()
+            raise
+        self.head_seq = seq
+        self.written += len(batch)
+        self.batches += 1
+        self._last_activity = time.monotonic()
+        if self._checkpoint is not None:
+            try:
+                write_checkpoint(self._checkpoint, self._key, self._ledger_id, seq, prev)
+            except OSError as exc:
+                self._complain(f"cannot write the ledger checkpoint {self._checkpoint}: {exc}")
+        self._finish(batch, None)
+
+    def _finish(self, batch: list[_Item], exc: BaseException | None) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+        for item in batch:
+            if item.waiter is not None:
+                by_loop.setdefault(item.waiter[0], []).append(item.waiter[1])
+        for loop, futures in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_settle, futures, exc)
+        if exc is None or not isinstance(exc, LedgerUnavailable):
+            with self._cond:
+                self._done += len(batch)
+                self._cond.notify_all()
+
+    def _unavailable(self, reason: str, batch: list[_Item]) -> None:
+        now = time.monotonic()
+        if self.healthy:
+            self.unhealthy_since = now
+            self._backoff = 0.1
+            log.error("LEDGER UNAVAILABLE (%s): %s. Rows are kept in memory and retried; in enforce mode "
+                      "calls are refused until it is back.", self.backend.describe(), reason)
+            self._last_complaint = now
+        else:
+            self._backoff = min(2.0, self._backoff * 2)
+            self._complain(f"ledger still unavailable ({reason}); {len(self._queue)} rows waiting")
+        self.healthy = False
+        self.last_error = reason
+        # Strict callers must not wait for a database that is down: tell them now (the rows stay queued).
+        waiters = [item for item in batch if item.waiter is not None]
+        if waiters:
+            self._finish(waiters, LedgerUnavailable(reason))
+            for item in waiters:
+                item.waiter = None
+
+    def _recovered(self) -> None:
+        if not self.healthy:
+            down = time.monotonic() - (self.unhealthy_since or time.monotonic())
+            log.warning("ledger available again after %.1f s (%s)", down, self.backend.describe())
+        self.healthy = True
+        self.last_error = None
+        self.unhealthy_since = None
+        self._backoff = 0.1
+
+    def _probe(self) -> None:
+        """When idle: check the database still answers, so a failure is known before the next call."""
+        if self.healthy and time.monotonic() - self._last_activity < self.options.probe_interval:
+            return
+        try:
+            self._connection().execute("SELECT seq FROM ledger_head WHERE id = 1")
+        except LedgerUnavailable as exc:
+            self._close()
+            self._unavailable(str(exc), [])
+            return
+        except LedgerError as exc:
+            self._close()
+            self._unavailable(str(exc), [])
+            return
+        self._last_activity = time.monotonic()
+        self._recovered()
+
+    def _complain(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._last_complaint >= 10.0:
+            self._last_complaint = now
+            log.error("%s", message)
+
+
+__all__ = ["Waiter", "Writer", "WriterOptions"]

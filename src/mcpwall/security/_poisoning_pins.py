@@ -1,0 +1,234 @@
+"""The pin book: pinned tool definitions and pending changes, kept in a `StateStore`.
+
+Shared by the pins stage (which compares live lists with it) and the `pin`
+command (which lists, accepts and forgets). Everything lives in the state
+namespace "pins":
+
+- `SERVER/KIND:NAME` (KIND is tool, prompt, resource or template; NAME is the
+  URI of a resource, the URI template of a template): `{server, kind, name, hash, definition, pinned_at, removed_at,
+  pending}`. `hash` is None for a name that was never accepted (a renamed
+  copy, or a new tool under `onNew: warn|block`). `pending` is None or
+  `{hash, definition, change, of, seen_at}`.
+- `SERVER/#KIND`: `{first_seen}`, so that a server's first list is pinned
+  whole and later newcomers are told apart.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from mcpwall.state import StateStore
+
+NAMESPACE = "pins"
+KINDS: dict[str, tuple[str, ...]] = {
+    "tool": ("name", "title", "description", "inputSchema", "annotations"),
+    "prompt": ("name", "title", "description", "arguments"),
+    "resource": ("uri", "name", "title", "description", "mimeType"),
+    "template": ("uriTemplate", "name", "title", "description", "mimeType"),
+}
+_NAME_FIELD = {"resource": "uri", "template": "uriTemplate"}
+#: A description shorter than this is too generic to prove that a new tool is a renamed old one.
+RENAME_MIN_DESCRIPTION = 20
+
+
+def pin_key(server: str, kind: str, name: str) -> str:
+    return f"{server}/{kind}:{name}"
+
+
+def item_name(kind: str, item: Mapping[str, Any]) -> str | None:
+    value = item.get(_NAME_FIELD.get(kind, "name"))
+    return value if isinstance(value, str) and value else None
+
+
+def fingerprint(kind: str, item: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(hash, the pinned fields) of one list entry."""
+    definition = {k: item[k] for k in KINDS[kind] if item.get(k) is not None}
+    digest = hashlib.sha256(orjson.dumps(definition, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+    return digest, definition
+
+
+def _description(definition: Mapping[str, Any] | None) -> str:
+    text = (definition or {}).get("description")
+    return " ".join(text.split()) if isinstance(text, str) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class PinChange:
+    """A change that now waits for a person: what changed, and what it copies for a rename."""
+
+    server: str
+    kind: str
+    name: str
+    change: str
+    of: str | None = None
+
+
+class PinBook:
+    """Pins over a StateStore; every method reads the store afresh (another process may write it)."""
+
+    def __init__(self, store: StateStore, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.clock = clock
+
+    # ------------------------------------------------------------------ reading
+
+    def seen(self, server: str, kind: str) -> bool:
+        return self.store.get_state(NAMESPACE, f"{server}/#{kind}") is not None
+
+    def get(self, server: str, kind: str, name: str) -> dict[str, Any] | None:
+        return self.store.get_state(NAMESPACE, pin_key(server, kind, name))
+
+    def all(self) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.store.all_state(NAMESPACE).items() if "/#" not in k}
+
+    def records(self, server: str, kind: str) -> dict[str, dict[str, Any]]:
+        prefix = f"{server}/{kind}:"
+        return {k[len(prefix):]: v for k, v in self.all().items() if k.startswith(prefix)}
+
+    def pending(self) -> list[dict[str, Any]]:
+        return [r for r in self.all().values() if r.get("pending") or r.get("hash") is None]
+
+    # ------------------------------------------------------------------ comparing
+
+    def sync(self, server: str, kind: str, items: Sequence[Mapping[str, Any]], *, full: bool,
+             on_new: str = "pin") -> list[PinChange]:
+        """Compare one list with the pins; record new pending changes and return them.
+
+        `full` says the list is complete (every page): pinned names missing from
+        it are then marked removed (their pins stay)."""
+        now = self.clock()
+        current: dict[str, tuple[str, dict[str, Any]]] = {}
+        for item in items:
+            name = item_name(kind, item)
+            if name is not None:
+                current[name] = fingerprint(kind, item)
+        if not self.seen(server, kind):
+            for name, (digest, definition) in current.items():
+                self._put(server, kind, name, {"hash": digest, "definition": definition, "pinned_at": now,
+                                               "removed_at": None, "pending": None})
+            self.store.put_state(NAMESPACE, f"{server}/#{kind}", {"first_seen": now})
+            return []
+        # fast path: one read per item while nothing changed
+        unchanged = True
+        for name, (digest, _) in current.items():
+            record = self.get(server, kind, name)
+            if record is None or record.get("hash") != digest or record.get("pending") or record.get("removed_at"):
+                unchanged = False
+                break
+        if unchanged and not full:
+            return []
+        records = self.records(server, kind)
+        changes: list[PinChange] = []
+        for name, (digest, definition) in current.items():
+            record = records.get(name)
+            if record is None:
+                changes += self._new(server, kind, name, digest, definition, records, on_new, now)
+            elif record.get("hash") == digest:
+                if record.get("pending") or record.get("removed_at"):
+                    # back to what was pinned: nothing waits any more
+                    self._put(server, kind, name, {**record, "pending": None, "removed_at": None})
+            else:
+                pending = record.get("pending") or {}
+                if pending.get("hash") != digest:
+                    of = None
+                    if record.get("hash") is None:
+                        change, of = pending.get("change", "added"), pending.get("of")
+                    elif record.get("removed_at"):
+                        change = "readded"
+                    else:
+                        change = pending.get("change", "changed")
+                    self._put(server, kind, name, {**record, "removed_at": None, "pending": {
+                        "hash": digest, "definition": definition, "change": change, "of": of, "seen_at": now}})
+                    changes.append(PinChange(server, kind, name, change, of))
+                elif record.get("removed_at"):
+                    self._put(server, kind, name, {**record, "removed_at": None})
+        if full:
+            for name, record in records.items():
+                if name not in current and not record.get("removed_at"):
+                    self._put(server, kind, name, {**record, "removed_at": now})
+        return changes
+
+    def _new(self, server: str, kind: str, name: str, digest: str, definition: dict[str, Any],
+             records: Mapping[str, dict[str, Any]], on_new: str, now: float) -> list[PinChange]:
+        text = _description(definition)
+        original = None
+        if len(text) >= RENAME_MIN_DESCRIPTION:
+            original = next((other for other, r in records.items() if other != name and r.get("hash")
+                             and _description(r.get("definition")) == text), None)
+        if original is None and on_new == "pin":
+            self._put(server, kind, name, {"hash": digest, "definition": definition, "pinned_at": now,
+                                           "removed_at": None, "pending": None})
+            return []
+        change = "renamed" if original else "added"
+        self._put(server, kind, name, {"hash": None, "definition": None, "pinned_at": None, "removed_at": None,
+                                       "pending": {"hash": digest, "definition": definition, "change": change,
+                                                   "of": original, "seen_at": now}})
+        return [PinChange(server, kind, name, change, original)]
+
+    def _put(self, server: str, kind: str, name: str, record: dict[str, Any]) -> None:
+        self.store.put_state(NAMESPACE, pin_key(server, kind, name),
+                             {"server": server, "kind": kind, "name": name, **record})
+
+    # ------------------------------------------------------------------ a person decides
+
+    def _matching(self, target: str) -> list[tuple[str, dict[str, Any]]]:
+        server, _, name = target.partition("/")
+        out = []
+        for key, record in self.all().items():
+            if record.get("server") != server:
+                continue
+            if name in ("", "*") or record.get("name") == name:
+                out.append((key, record))
+        return out
+
+    def accept(self, target: str) -> list[str]:
+        """Accept what is pending for SERVER or SERVER/NAME: the seen definition becomes the pin."""
+        accepted = []
+        for key, record in self._matching(target):
+            pending = record.get("pending")
+            if not pending:
+                continue
+            self.store.put_state(NAMESPACE, key, {**record, "hash": pending["hash"],
+                                                  "definition": pending["definition"], "pinned_at": self.clock(),
+                                                  "removed_at": None, "pending": None})
+            accepted.append(key)
+        return accepted
+
+    def forget(self, target: str) -> list[str]:
+        """Drop the pins of SERVER (and its first-sight markers) or of SERVER/NAME."""
+        removed = [key for key, _ in self._matching(target)]
+        for key in removed:
+            self.store.delete_state(NAMESPACE, key)
+        server, _, name = target.partition("/")
+        if name in ("", "*"):
+            for kind in KINDS:
+                self.store.delete_state(NAMESPACE, f"{server}/#{kind}")
+        return removed
+
+
+def diff(record: Mapping[str, Any], original: Mapping[str, Any] | None = None) -> str:
+    """A unified diff from the pinned definition (for a renamed copy: the original's) to the pending one."""
+    pending = record.get("pending") or {}
+
+    def lines(value: Any) -> list[str]:
+        return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=True).splitlines() if value else []
+
+    before = record.get("definition")
+    label = f"{record.get('server')}/{record.get('name')}"
+    before_label = f"pinned {label}"
+    if before is None and original is not None:
+        before = original.get("definition")
+        before_label = f"pinned {original.get('server')}/{original.get('name')}"
+    return "\n".join(difflib.unified_diff(lines(before), lines(pending.get("definition")),
+                                          before_label, f"seen {label}", lineterm=""))
+
+
+__all__ = ["KINDS", "NAMESPACE", "PinBook", "PinChange", "diff", "fingerprint", "item_name", "pin_key"]

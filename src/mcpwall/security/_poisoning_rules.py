@@ -1,0 +1,334 @@
+"""Phrase rules: text aimed at the agent rather than at the person reading a tool's docs.
+
+A tool description documents what a tool does; a tool result carries data.
+Neither has reason to give the model orders, claim to speak for the user or
+the system, reach for ~/.ssh, or talk about *other* tools. Each rule below
+matches one such behaviour, and rules are grouped by behaviour so that one
+behaviour counts once however many phrasings of it appear. A group weighs 2
+when it is enough on its own (an `<IMPORTANT>` wrapper, "ignore previous
+instructions", "do not tell the user", a forged user message) and 1 when it is
+only suspicious next to another (a "you must", a shell command, a sensitive
+path). Text scoring 2 or more is instructions aimed at the agent.
+
+Tool results weigh a direct order to call a named tool higher than a tool
+description does: documentation may say "use read_text_file instead", data
+has no business to.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import re2
+
+_Q = "[`'\"\u2018\u2019\u201c\u201d]"
+_NAME = r"[A-Za-z][A-Za-z0-9]*(?:[_\-][A-Za-z0-9]+)+"  # snake or kebab case: how tools are named
+_I = re.IGNORECASE
+#: "You must ask the user first", "you should verify the path": caution addressed to the agent is what
+#: careful servers write; an order followed by one of these does not count.
+_CAUTION = re.compile(r"\s+(?:always\s+|first\s+|also\s+|carefully\s+)?(?:ensure|verify|confirm|check|ask|obtain"
+                      r"|get\s+(?:explicit\s+)?(?:user\s+)?(?:confirmation|approval|consent|permission)"
+                      r"|double-check|be\s|review|consider|validate|warn|not\s)", re.IGNORECASE)
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.max_mem = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One behaviour's phrasing, as an RE2 pattern (linear time on a result of any size)."""
+
+    name: str
+    group: str
+    weight: int
+    response_weight: int
+    pattern: Any
+    #: a match followed by this (Python re, on the next few characters) does not count
+    reject_after: re.Pattern[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    rule: str
+    group: str
+    weight: int
+    start: int
+    end: int
+    text: str
+
+
+def _r(name: str, group: str, weight: int, pattern: str, response_weight: int | None = None,
+       flags: int = _I | re.MULTILINE, reject_after: re.Pattern[str] | None = None) -> Rule:
+    inline = ("(?i)" if flags & re.IGNORECASE else "") + ("(?m)" if flags & re.MULTILINE else "")
+    return Rule(name, group, weight, weight if response_weight is None else response_weight,
+                re2.compile(inline + pattern, _RE2_OPTIONS), reject_after)
+
+
+RULES: tuple[Rule, ...] = (
+    # -- framing that only exists to address the model (2)
+    _r("tag-wrapper", "framing", 2,
+       r"<\s*/?\s*(?:important|information|info|instructions?|system(?:[ _-]\w+){0,2}|secret|hidden|admin"
+       r"|critical(?:[ _-]\w+){0,3}|urgent(?:[ _-]\w+){0,2}|override|sys|note[ _-]to[ _-]\w+|assistant[ _-]?note"
+       r"|ai[ _-]?(?:note|instructions?))\s*>"),
+    _r("chat-markup", "framing", 2,
+       r"\[/?inst\]|<<\s*/?sys\s*>>|<\|im_(?:start|end)\|>|<\|(?:system|user|assistant)\|>"
+       r"|^\s*#{0,3}\s*(?:system|assistant)\s*(?:message|prompt)?\s*:"),
+    # -- overriding instructions or the user's own request (2)
+    _r("ignore-previous", "override", 2,
+       r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
+       r"|original|all|any|other|existing|system|safety)\b[^.\n]{0,25}?\b(?:instructions?|prompts?|rules|directions"
+       r"|guidelines|constraints|context|messages?|polic(?:y|ies)|restrictions|tasks?)\b"),
+    _r("override-user", "override", 2,
+       r"\b(?:ignor(?:e|ing)|overrid(?:e|ing)|disregard(?:ing)?)\b[^.\n]{0,30}?\buser(?:'s|s')?\b[^.\n]{0,25}?"
+       r"\b(?:input|request|value|choice|limit|setting|preference|instruction|specified|provided)s?\b"
+       r"|\bregardless of (?:what |whatever )?(?:the |their |any )?(?:user|original|caller|requested|specified)\b"
+       r"|\b(?:instead of|rather than) (?:what )?(?:the )?user(?:'s)? (?:asked|requested|input|wants|specified)"),
+    # -- hiding what is done from the person (2)
+    _r("conceal-from-user", "conceal", 2,
+       r"\b(?:do not|don't|dont|never|must not|should not|shouldn't|without)\b[^.\n]{0,30}?\b(?:tell(?:ing)?"
+       r"|inform(?:ing)?|mention(?:ing)?|notify(?:ing)?|alert(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|show(?:ing)?"
+       r"|let(?:ting)?)\b[^.\n]{0,30}?\b(?:the )?(?:users?|human|operator|anyone|them know)\b"),
+    _r("conceal-change", "conceal", 2,
+       r"\b(?:do not|don't|never|must not|should not)\s+(?:mention|reveal|disclose|acknowledge|talk about|bring up"
+       r"|explain|tell anyone about)\s+(?:this|that|these|it|the (?:change|instruction|step|redirect\w*"
+       r"|modification|above|following))\b"),
+    _r("keep-secret", "conceal", 2,
+       r"\b(?:keep|remain|stay)\s+(?:this\s+|it\s+|these\s+)?(?:secret|hidden|confidential|invisible|between us)\b"
+       r"|\bwithout the user(?:'s)?\s+(?:knowledge|consent|awareness|noticing|knowing|seeing|permission)\b"
+       r"|\bthe user (?:must|should|need|does|will) not (?:know|see|notice|be told|be informed|be aware)\b"
+       r"|\b(?:keep|hide)\b[^.\n]{0,30}?\bfrom\s+(?:the\s+)?(?:users?|human|operator|person)\b"
+       r"|\b(?:invisible|hidden|secret|unknown|undetectable|unnoticed)\s+(?:to|by)\s+(?:the\s+)?(?:users?|human"
+       r"|operator|person)\b"
+       r"|\b(?:secretly|covertly|silently|quietly|discreetly) (?:send|forward|copy|upload|include|add|append"
+       r"|exfiltrate|change|modify|redirect|replace|call|execute|run|read|log|record|store)\b"),
+    # -- speaking as the user, the system or the operator (2)
+    _r("impersonation", "impersonation", 2,
+       r"\bthis is an? (?:important |urgent |critical |official |direct )?(?:message|note|instruction|notice|request)"
+       r" from (?:the |your )?(?:user|system|admin|administrator|developer|operator|owner)\b"
+       r"|\bi am (?:the |your )?(?:user|admin|administrator|developer|operator|owner|creator)\b"
+       r"|\bsigned,?\s*(?:by )?(?:the |your )?(?:user|admin|administrator|system|developer)\b"
+       r"|\bnew (?:user )?(?:query|request|instruction|task|message|prompt|goal)s?\s*:"
+       r"|\b(?:the |your )?(?:previous|original|earlier|prior|current|old|first) (?:task|request|instructions?|goal)s?"
+       r" (?:has|have|is|are|was|were) (?:now )?(?:been )?(?:completed|done|finished|cancell?ed|obsolete|void|replaced)"
+       r"|\bbefore you (?:can )?(?:solve|complete|continue|do|finish|answer|respond|proceed)\b[^.\n]{0,30}?\btask\b"
+       r"|\bafter you do (?:that|this|so),? you (?:can|may|should)\b"
+       r"|\b(?:system|admin|developer|security|operator) (?:override|directive|instruction|command)s?\s*:"),
+    # -- claims about tools: deprecated, replaced, upgraded (1; 2 in results)
+    _r("tool-claim", "tool_claim", 1,
+       r"\b(?:this|the)\s+(?:tool|function|api|endpoint)\s+(?:is|has been)\s+(?:now\s+)?(?:no longer (?:available"
+       r"|supported|working|valid)|deprecated|disabled|replaced|retired|removed|discontinued)\b"
+       r"|\bhas been (?:replaced|superseded) by\b"
+       rf"|\b(?:tool|function)\s+{_Q}?[\w.-]+{_Q}?\s+(?:has been|was|is now|now)\s+(?:deprecated|replaced|upgraded"
+       r"|optimi[sz]ed|enhanced|updated|modified|changed|disabled|restricted|redirected|retired)\b"
+       rf"|\bthe\s+{_Q}?[\w.-]+{_Q}?\s+(?:tool|function|command|endpoint)\s+(?:has been|was|is now|now|will now"
+       r"|is (?:deprecated|disabled|broken|retired|obsolete))\b", 2),
+    # -- orders given to the model (1)
+    _r("directive", "directive", 1,
+       r"\byou (?:must|shall|should|are required to|have to|are instructed to|are obligated to"
+       r"|need to (?:first|also|immediately|always|now))\b"
+       r"|\b(?:must|should) (?:always|first|also|now|immediately|strictly|additionally)\b"
+       r"|\bplease (?:run|execute|call|invoke|use|read|send|make sure|do|perform|first|immediately|ensure"
+       r"|proceed to|save|write|modify|edit|delete|visit|open|navigate|fetch)\b"
+       r"|\bmake sure (?:to|that you|you)\b"
+       r"|\b(?:it is|this is|that is) (?:absolutely )?(?:mandatory|required|essential|crucial|critical|imperative"
+       r"|compulsory)\b"
+       r"|\b(?:is|are) (?:mandatory|required|compulsory) (?:for|before|when)\b"
+       r"|\bstrictly (?:adhere|follow|comply)\b"
+       r"|\b(?:adhere to|follow|obey|execute|comply with|carry out) (?:the |these )?(?:following|below|new|these|my)"
+       r" (?:instructions?|steps|commands?|directives?|orders)\b|\bdo the following\b", reject_after=_CAUTION),
+    # -- orders to call a named tool (1; 2 in results when the tool is named explicitly)
+    _r("tool-call-explicit", "tool_call", 1,
+       r"\b(?:use|call|invoke|run|execute|trigger|utili[sz]e|redirect to|switch to|using|calling|invoking)\s+"
+       r"(?:the\s+)?(?:(?:new|secure|updated|following|correct|proper|real)\s+)*"
+       rf"(?:(?:tool|function)\s+{_Q}?[A-Za-z][\w.-]*{_Q}?|{_Q}[A-Za-z][\w.-]*{_Q}\s*(?:tool|function)\b"
+       rf"|{_Q}{_NAME}{_Q}|{_NAME}\s+(?:tool|function)\b)", 2),
+    _r("tool-call", "tool_call", 1,
+       rf"\b(?:use|call|invoke|run|execute|trigger|using|calling|invoking)\s+(?:the\s+)?{_Q}?{_NAME}{_Q}?"),
+    # -- preconditions: "before you answer, first call X" (1)
+    _r("precondition", "precondition", 1,
+       r"\b(?:before|prior to)\s+(?:using|calling|invoking|processing|accessing|attempting|retrieving|running"
+       r"|executing|proceeding"
+       r"|answering|responding|returning|you (?:use|call|can|proceed|continue|respond|answer|return|do)"
+       r"|any(?:thing)? (?:else|other))\b"
+       r"|\b(?:first|beforehand|prior to this),? (?:call|use|run|read|execute|invoke|fetch|send|check)\b"
+       r"|\b(?:must|should|need to) (?:first|initially) (?:call|use|run|read|execute|invoke)\b"
+       r"|\bto be called first\b|\b(?:if|once|when|after) you (?:first|initially)\b"
+       rf"|\brequires? (?:calling |that you call |you to call )?{_Q}?{_NAME}{_Q}? (?:to be called )?first\b"
+       r"|\b(?:in order to|to) (?:get|see|receive|obtain|access) (?:the )?(?:results?|data|output|response),? you\b"),
+    # -- tampering with the arguments the user asked for (1)
+    _r("param-tamper", "tamper", 1,
+       rf"\b(?:change|set|modify|replace|override|switch|rewrite|alter|force)\s+(?:the\s+)?{_Q}?[\w.-]+{_Q}?\s+"
+       rf"(?:parameter|argument|param|field|value|option|setting)?\s*(?:to|with|into)\s+[{_Q[1:-1]}0-9]"
+       r"|\balways (?:change|set|use|replace|add|include|append|prepend|send|cc|bcc|copy|forward)\b"
+       r"|\b(?:automatically|silently|secretly|quietly|transparently) (?:redirects?|sets?|changes?|modif(?:y|ies)"
+       r"|replaces?|overrides?|enables?|appends?|adds?|includes?|uses?|routes?|forwards?|sends?)\b"
+       rf"|\buses? {_Q}?[\w' -]{{1,40}}?{_Q}? as the default (?:\w+ )?for (?:all|every|any)\b"
+       r"|\b(?:redirects?|re-?routes?|forwards?|sends?) (?:all|any|every|each) (?:\w+ )?(?:requests?|calls?"
+       r"|queries|data|traffic|emails?|messages?) (?:to|through|via)\b"
+       r"|\b(?:suggest|recommend|direct (?:them|the user) to|tell (?:them|the user) to)\s+(?:visiting|using|go(?:ing)?"
+       r" to|try(?:ing)?)\b[^\n]{0,50}?\binstead\b"),
+    # -- moving data the model holds into a parameter or a message (1)
+    _r("smuggle", "smuggle", 1,
+       r"\b(?:pass|include|put|send|add|append|insert|provide|supply|attach|embed|copy)\s+(?:it|its (?:content|contents"
+       r"|value)|the (?:content|contents|result|output|value|file|key|token)s?|them|this|that|these|those)\b[^.\n]{0,30}?"
+       rf"\b(?:as|in|into|inside|within|to|via) (?:the |a |an )?(?:{_Q}?[\w-]+{_Q}? )?"
+       r"(?:parameter|argument|param|field|arg)\b"),
+    # -- secrets and shell startup files (1)
+    _r("sensitive-path", "sensitive", 1,
+       r"~/\.(?:ssh|aws|gnupg|kube|docker|config/gcloud|netrc|npmrc|pypirc|git-credentials|bash_history"
+       r"|zsh_history|bashrc|zshrc|profile|bash_profile)"
+       r"|(?:^|[\s'\"`(/])\.(?:bashrc|zshrc|bash_profile|profile|env|netrc|npmrc|pypirc|git-credentials)\b"
+       r"|/\.(?:ssh|aws|gnupg|kube)/|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|/etc/(?:passwd|shadow|sudoers)\b"
+       r"|\b(?:private|ssh|secret|api|access)[ _-]?keys?\b|\bcredentials?\b|\bmcp\.json\b|claude_desktop_config"
+       r"|\bpasswords?\b|\b(?:seed|recovery) phrase\b|\benv(?:ironment)? var(?:iable)?s?\b"),
+    # -- shell commands to run (1)
+    _r("shell-command", "shell", 1,
+       r"\bsudo\s+\S|\brm\s+-[rRf]{1,3}\b|\b(?:curl|wget)\b[^\n]{0,80}?https?://|\benv\s*\|"
+       r"|\bcat\s+[~/.$]|\bwhoami\b|\becho\s+\$\w|>>\s*['\"]?~?/?[\w.]|\bchmod\s+(?:[0-7]{3,4}|[+u])"
+       r"|\bnc\s+-\w|\b(?:ba)?sh\s+-c\b|\|\s*(?:ba|z)?sh\b|\bbase64\s+(?:-d|--decode)|\bexport\s+[A-Z_]{2,}="
+       r"|\$\([^)]{1,60}\)|\bpowershell\b|\binvoke-expression\b|&&\s*echo\b"
+       r"|\b(?:execute|run) (?:the following|this) (?:\w+ )?command\b"),
+    # -- sending data somewhere (1)
+    _r("exfiltration", "exfil", 1,
+       r"\b(?:send|post|upload|forward|transmit|submit|exfiltrate|leak|share|sync|email|bcc|cc)\b[^.\n]{0,60}?"
+       r"(?:https?://|webhook|ngrok|pastebin|requestbin|attacker|evil)"
+       r"|\b(?:access|visit|call|contact|ping|notify)\s+(?:our |the |this )?(?:\w+ ){0,3}"
+       r"(?:endpoint|server|url|webhook|api) (?:at )?https?://"),
+    # -- scripting what the model tells the person (1)
+    _r("script-user", "script", 1,
+       r"\b(?:inform|tell|notify|warn|remind|advise)\s+(?:the\s+)?users?\s+(?:that|about|to)\b"
+       r"|\breport to the user\b"
+       r"|\b(?:display|show|output|print|present|say)\s+(?:the\s+|this\s+)?(?:following\s+)?(?:message|text|warning"
+       r"|alert|notice)\s*(?:[:'\"]|to the user)"
+       r"|\bpresent (?:it|this|them|its \w+|the \w+) (?:to the user )?as\b"
+       r"|\b(?:respond|reply|answer)\s+(?:only\s+)?(?:with|by saying)\b"),
+    # -- refusing or stalling the user's task (1)
+    _r("halt", "halt", 1,
+       r"\b(?:halt|abort|stop|cancel|refuse)\s+(?:the\s+|this\s+|any\s+|all\s+)?(?:operation|request|task|process"
+       r"|execution|action)\b"
+       r"|\b(?:is|are) (?:currently )?(?:restricted|unavailable|blocked|suspended) (?:pending|due to|until)\b"),
+    # -- borrowed authority: SYSTEM UPDATE:, compliance, security (1)
+    _r("authority-caps", "authority", 1, r"\b[A-Z]{3,}(?:[ -][A-Z]{2,}){1,3}\s*:", flags=re.MULTILINE),
+    _r("authority", "authority", 1,
+       r"\b(?:critical|important|urgent|mandatory|security|system|compliance|regulatory|research|environment(?:al)?"
+       r"|performance|maintenance)(?:\s+\w+){0,2}\s+(?:update|alert|notice|protocol|maintenance|enhancement"
+       r"|optimi[sz]ation|requirement|verification|validation|directive|override|warning|check|audit)s?\s*:"
+       r"|\b(?:important|attention)\s*:"
+       r"|\bdue to (?:security|compliance|regulatory) (?:reasons|vulnerabilities|requirements|concerns)\b"
+       r"|\bfor (?:security|compliance|regulatory|audit) (?:reasons|purposes|compliance|logging)\b"
+       r"|\b(?:regulatory|security) compliance\b|\baudit trail\b"),
+    # -- speaking to the model by name: "Note to the AI:", "ATTENTION AGENT" (1)
+    _r("address-model", "address", 1,
+       r"\b(?:note|message|guidance|instructions?|directive|reminder)s?\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant"
+       r"|model|agent|llm|language model|claude|gpt|copilot)s?\b"
+       r"|\b(?:ai|assistant|agent|model|llm)\s+(?:guidance|instructions?|note|directive|reminder)s?\s*:"
+       r"|\b(?:attention|hey|dear|hello),?\s+(?:ai|assistant|agent|model|llm|claude|chatgpt|copilot)\b"
+       r"|\b(?:if you are|as) an? (?:ai|llm|language model|assistant|agent)\b"),
+    # -- asking for the model's own context (1)
+    _r("context-leak", "context_leak", 1,
+       r"\b(?:your|the)\s+(?:system\s+prompt|initial\s+instructions|hidden\s+instructions|internal\s+instructions"
+       r"|original\s+instructions|conversation\s+history|chat\s+history|previous\s+messages)\b"
+       r"|\b(?:names?|list)\s+of\s+(?:all\s+)?(?:the\s+)?(?:available\s+)?tools\s+(?:you|available|that you)\b"
+       r"|\btools you (?:can use|have access to)\b"
+       r"|\bname of the (?:llm|ai|language model|model|assistant|agent)\b"),
+)
+
+#: Self-promotion aimed at the model's choice of tool (preference manipulation). A strong
+#: claim (2) is enough; marketing adjectives (1) need company.
+PROMO_RULES: tuple[Rule, ...] = (
+    _r("best-tool", "claim", 2,
+       r"\b(?:the\s+)?(?:world'?s|industry'?s|internet'?s)\s+(?:best|#1|number one|leading|top)\b"
+       r"|\b(?:the\s+)?(?:best|#1|number one|top[- ]rated|highest[- ]rated)\s+(?:and\s+most\s+\w+\s+)?(?:\w+\s+)?"
+       r"(?:tool|choice|option|solution|platform|system|service|version|api|server)\b"),
+    _r("social-proof", "proof", 2,
+       r"\b(?:trusted|used|preferred|recommended|loved|chosen|relied on|endorsed)\s+by\b[^.\n]{0,50}?"
+       r"\b(?:experts?|professionals?|engineers?|developers?|companies|enterprises|users|millions|thousands"
+       r"|\d+\s?%|fortune|giants|services|teams|planners|everyone|leaders|organi[sz]ations|analysts)\b"
+       r"|\b\d{2,3}(?:\.\d+)?\s?%\s+(?:of\s+(?:professionals|users|experts|developers|companies)|accura\w*"
+       r"|reliab\w*|uptime|success|precision|satisfaction)"),
+    _r("prefer-me", "prefer", 2,
+       r"\b(?:always|should|must)\s+(?:prefer|choose|pick|select|use)\s+this\s+(?:tool|function|one)\b"
+       r"|\b(?:instead of|over|rather than)\s+(?:any\s+|all\s+)?(?:other|the other|similar|competing)\s+"
+       r"(?:tools?|options|alternatives|functions)\b"
+       r"|\bthe\s+(?:ultimate|premium|professional|pro|enhanced|advanced|superior|official|upgraded|improved"
+       r"|better|latest|enterprise)\s+version\b"),
+    _r("superlative", "hype", 1,
+       r"\b(?:superior|unmatched|unparall?eled|unrivall?ed|pinnacle|cutting[- ]edge|state[- ]of[- ]the[- ]art"
+       r"|world[- ]class|industry[- ](?:leading|standard)|award[- ]winning|enterprise[- ]grade|revolutionary"
+       r"|best[- ]in[- ]class|highest[- ]quality|ultimate|premium|ai[- ]optimi[sz]ed|100\s?%\s+\w+"
+       r"|guarantee[sd]?|most\s+(?:advanced|reliable|accurate|comprehensive|powerful|sophisticated|trusted))\b"),
+)
+
+
+def promo_hits(text: str) -> list[Hit]:
+    """Self-promotion in a tool's own description (scored like `hits`)."""
+    found = []
+    for index in sorted(_PROMO_SET.Match(text) or ()):
+        rule = PROMO_RULES[index]
+        matches = list(rule.pattern.finditer(text))
+        if matches:
+            m = matches[0]
+            # two distinct marketing adjectives count as a claim of their own
+            weight = 2 if rule.group == "hype" and len({x.group().lower() for x in matches}) > 1 else rule.weight
+            found.append(Hit(rule.name, rule.group, weight, m.start(), m.end(), m.group()))
+    return found
+
+
+#: Groups that mean "another tool is being talked about".
+CROSS_TOOL_GROUPS = frozenset({"tool_claim", "tool_call"})
+
+
+def _rule_set(rules: Sequence[Rule]) -> Any:
+    rs = re2.Set.SearchSet(_RE2_OPTIONS)
+    for rule in rules:
+        rs.Add(rule.pattern.pattern)
+    rs.Compile()
+    return rs
+
+
+_SET = _rule_set(RULES)
+_PROMO_SET = _rule_set(PROMO_RULES)
+
+
+def _first(rule: Rule, text: str) -> Any:
+    for m in rule.pattern.finditer(text):
+        if rule.reject_after is None or not rule.reject_after.match(text, m.end(), m.end() + 60):
+            return m
+    return None
+
+
+def hits(text: str, *, response: bool = False) -> list[Hit]:
+    """The first match of every rule in `text` (already made visible by `_poisoning_chars.visible_text`).
+
+    One RE2 pass over all rules finds which can match; only those are run for their evidence."""
+    found: list[Hit] = []
+    for index in sorted(_SET.Match(text) or ()):
+        rule = RULES[index]
+        m = _first(rule, text)
+        if m is not None:
+            found.append(Hit(rule.name, rule.group, rule.response_weight if response else rule.weight,
+                             m.start(), m.end(), m.group()))
+    return found
+
+
+def score(found: list[Hit]) -> int:
+    """Each behaviour counts once, at its heaviest phrasing."""
+    best: dict[str, int] = {}
+    for h in found:
+        best[h.group] = max(best.get(h.group, 0), h.weight)
+    return sum(best.values())
+
+
+def evidence(text: str, found: list[Hit], width: int = 60, limit: int = 3) -> str:
+    """The strongest matches with a little context, for a person to judge."""
+    parts = []
+    for h in sorted(found, key=lambda h: (-h.weight, h.start))[:limit]:
+        lo, hi = max(0, h.start - width // 3), min(len(text), h.end + width)
+        snippet = " ".join(text[lo:hi].split())
+        parts.append(f"{h.rule}: \u201c{'…' if lo else ''}{snippet}{'…' if hi < len(text) else ''}\u201d")
+    return "; ".join(parts)
+
+
+__all__ = ["CROSS_TOOL_GROUPS", "PROMO_RULES", "RULES", "Hit", "Rule", "evidence", "hits", "promo_hits", "score"]

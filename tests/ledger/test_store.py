@@ -1,0 +1,213 @@
+"""The ledger as a store: schema and migrations, the StateStore, keys, URLs, many writers, odd rows.
+
+Strategy: real databases on both backends. Several writers (threads, then
+separate processes, as several `mcpwall wrap` processes or gateway replicas
+would) append to one ledger at once; the result must be one valid chain.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import mcpwall.ledger
+from mcpwall.ledger import (
+    KEY_ENV,
+    LATEST,
+    Event,
+    LedgerConfigError,
+    LedgerOptions,
+    open_ledger,
+    parse_url,
+)
+from tests.ledger.conftest import Backend, make_event
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_public_surface_is_all_of_mcpwall_ledger() -> None:
+    module = importlib.import_module("mcpwall.ledger")
+    assert len(set(module.__all__)) == len(module.__all__)
+    assert all(hasattr(module, name) for name in module.__all__)
+    public = {n for n, v in vars(module).items() if not n.startswith("_") and
+              getattr(v, "__module__", "mcpwall.ledger").startswith("mcpwall.ledger") and
+              not isinstance(v, type(importlib))}
+    assert public <= set(module.__all__) | {"annotations"}
+
+
+def test_state_store_contract(backend: Backend, tmp_path: Path) -> None:
+    with backend.open(tmp_path) as ledger:
+        assert ledger.get_state("pins", "fs/read") is None
+        ledger.put_state("pins", "fs/read", {"hash": "a", "n": [1, 2]})
+        ledger.put_state("pins", "fs/write", {"hash": "b"})
+        ledger.put_state("honeytokens", "fs/read", {"other": True})
+        value = ledger.get_state("pins", "fs/read")
+        assert value == {"hash": "a", "n": [1, 2]}
+        assert value is not None
+        value["hash"] = "mutated by the caller"
+        assert ledger.get_state("pins", "fs/read") == {"hash": "a", "n": [1, 2]}
+        ledger.put_state("pins", "fs/read", {"hash": "c"})
+        assert ledger.all_state("pins") == {"fs/read": {"hash": "c"}, "fs/write": {"hash": "b"}}
+        ledger.delete_state("pins", "fs/write")
+        ledger.delete_state("pins", "never-there")
+        assert ledger.all_state("pins") == {"fs/read": {"hash": "c"}}
+        with pytest.raises(TypeError):
+            ledger.put_state("pins", "x", ["not", "a", "dict"])  # type: ignore[arg-type]
+        url = None if backend.name == "sqlite" else ledger.backend.url  # type: ignore[attr-defined]
+    with open_ledger(tmp_path, url) as again:  # durable: another open sees it
+        assert again.get_state("pins", "fs/read") == {"hash": "c"}
+        assert again.get_state("honeytokens", "fs/read") == {"other": True}
+
+
+def test_a_write_by_another_process_is_seen_within_the_cache_ttl(backend: Backend, tmp_path: Path) -> None:
+    with backend.open(tmp_path) as gateway_side:
+        url = None if backend.name == "sqlite" else gateway_side.backend.url  # type: ignore[attr-defined]
+        assert gateway_side.get_state("pins", "k") is None
+        with open_ledger(tmp_path, url) as cli_side:
+            cli_side.put_state("pins", "k", {"accepted": True})
+        time.sleep(0.6)
+        assert gateway_side.get_state("pins", "k") == {"accepted": True}
+
+
+def test_the_schema_is_created_once_and_a_newer_one_is_refused(backend: Backend, tmp_path: Path) -> None:
+    with backend.open(tmp_path) as ledger:
+        url = None if backend.name == "sqlite" else ledger.backend.url  # type: ignore[attr-defined]
+        first_id = ledger.ledger_id
+        assert ledger.schema_version() == LATEST
+    with open_ledger(tmp_path, url) as again:
+        assert again.ledger_id == first_id
+        conn = again.backend.connect()
+        conn.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (LATEST + 1, "future"))
+        conn.close()
+    with pytest.raises(LedgerConfigError, match="newer"):
+        open_ledger(tmp_path, url)
+
+
+def test_many_writers_at_once_make_one_valid_chain(backend: Backend, tmp_path: Path) -> None:
+    first = backend.open(tmp_path)
+    url = None if backend.name == "sqlite" else first.backend.url  # type: ignore[attr-defined]
+    ledgers = [first, *(open_ledger(tmp_path, url) for _ in range(3))]
+    for ledger in ledgers:
+        ledger.start()
+
+    def write(k: int) -> None:
+        for i in range(250):
+            ledgers[k].submit(make_event(i, agent_id=f"writer-{k}"))
+            if i % 50 == 0:
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(len(ledgers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for ledger in ledgers:
+        ledger.close()
+    with open_ledger(tmp_path, url) as check:
+        assert check.count("tool_calls") == 1000
+        report = check.verify()
+        assert report.ok, report.problem
+        assert report.rows == 1000
+
+
+def test_separate_processes_share_one_chain(backend: Backend, tmp_path: Path) -> None:
+    url = backend.url(tmp_path)
+    open_ledger(tmp_path, url).close()  # create schema and key once
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from mcpwall.ledger import open_ledger\n"
+        "from tests.ledger.conftest import make_event\n"
+        "led = open_ledger(Path(sys.argv[1]), sys.argv[2] or None)\n"
+        "led.start()\n"
+        "for i in range(300):\n"
+        "    led.submit(make_event(i, process_name=sys.argv[3]))\n"
+        "led.close()\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), url or "", f"p{k}"], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}) for k in range(3)]
+    assert [p.wait(120) for p in procs] == [0, 0, 0]
+    with open_ledger(tmp_path, url) as check:
+        assert check.count("tool_calls") == 900
+        report = check.verify()
+        assert report.ok, report.problem
+
+
+def test_the_key_is_generated_private_or_taken_from_the_environment(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    with open_ledger(tmp_path) as ledger:
+        ledger.record(make_event(1))
+    key = tmp_path / "run" / "ledger.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert len(key.read_text().strip()) == 64
+    monkeypatch.setenv(KEY_ENV, "another key")
+    with open_ledger(tmp_path) as ledger:
+        report = ledger.verify(use_checkpoint=False)
+        assert not report.ok
+        assert report.first_bad_seq == 1
+    monkeypatch.delenv(KEY_ENV)
+    key.unlink()
+    with pytest.raises(LedgerConfigError, match="no ledger key"):
+        open_ledger(tmp_path, create=False).verify()
+
+
+def test_urls_name_sqlite_files_or_postgresql(tmp_path: Path) -> None:
+    assert parse_url(tmp_path, None).path == tmp_path / "ledger.db"
+    assert parse_url(tmp_path, "sqlite:///var/lib/mcpwall/l.db").path == Path("/var/lib/mcpwall/l.db")
+    assert parse_url(tmp_path, "/srv/l.db").path == Path("/srv/l.db")
+    assert parse_url(tmp_path, "postgresql://u@db:5432/mcpwall").kind == "postgresql"
+    assert parse_url(tmp_path, "postgres://u@db/m").kind == "postgresql"
+    for bad in ("mysql://x/y", "sqlite://relative", "sqlite::memory:", "sqlite:"):
+        with pytest.raises(LedgerConfigError):
+            parse_url(tmp_path, bad)
+    with pytest.raises(LedgerConfigError, match="no ledger"):
+        open_ledger(tmp_path / "none", create=False)
+
+
+def test_options_from_policy_yaml_are_checked() -> None:
+    options = LedgerOptions.from_section({"url": "x", "durability": "strict", "bodies": False, "maxSizeMb": 2})
+    assert (options.durability, options.bodies, options.max_size_mb) == ("strict", False, 2.0)
+    for bad in ({"durability": "eventually"}, {"batchRows": 0}, {"bodies": "yes"}, {"nope": 1}):
+        with pytest.raises(LedgerConfigError):
+            LedgerOptions.from_section(bad)
+
+
+def test_rows_with_unstorable_text_are_cleaned_not_dropped(backend: Backend, tmp_path: Path) -> None:
+    class Weird:
+        def __str__(self) -> str:
+            return "weird\x00object"
+
+    with backend.open(tmp_path) as ledger:
+        ledger.record(make_event(1, tool_name="read\x00file", client="bad\ud800client", error_message="nul\x00",
+                                 params={"name": "x", "arguments": {"path": "/etc/passwd\x00.txt", "o": Weird()}},
+                                 notes={"obj": Weird(), 3: {4, 5}}))
+        (row,) = ledger.query().rows
+        assert row["tool_name"] == "read\\u0000file"
+        assert row["client"] == "bad?client"
+        assert "passwd" in row["request_preview"]
+        assert row["notes"]["obj"] == "weird\x00object"
+        assert ledger.verify().ok
+
+
+def test_a_full_queue_drops_and_counts_instead_of_growing_without_bound(tmp_path: Path) -> None:
+    with open_ledger(tmp_path, options=LedgerOptions(max_pending=5)) as ledger:
+        accepted = [ledger.submit(make_event(i)) for i in range(8)]
+        assert accepted == [True] * 5 + [False] * 3
+        assert ledger.status()["dropped"] == 3
+        assert ledger.flush()
+        assert ledger.count() == 5
+
+
+def test_events_need_no_gateway(tmp_path: Path) -> None:
+    with open_ledger(tmp_path) as ledger:
+        ledger.record(Event(method="tools/call", decision="allow", outcome="ok", ts=time.time()))
+        assert ledger.count() == 1
+        assert mcpwall.ledger.GENESIS == "0" * 64
