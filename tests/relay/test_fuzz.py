@@ -1,10 +1,12 @@
-"""Fuzzing the frame parser: a million libFuzzer inputs, plus hypothesis properties on every run.
+"""Fuzzing the frame parser with libFuzzer, plus hypothesis properties on every run.
 
 Strategy: `fuzz_frames.py` is an atheris (libFuzzer) harness over the sans-I/O parser the
-listener uses; the test runs it for 1,000,000 inputs in a subprocess with a per-input
-timeout (hangs) and an RSS limit (runaway memory), seeded with valid streams, and requires a
-clean "Done 1000000 runs". The hypothesis tests below are quicker and run the same target on
-random bytes and on valid streams with bytes flipped.
+listener uses; the test runs it in a subprocess with a per-input timeout (hangs) and an RSS
+limit (runaway memory), seeded with valid streams, and requires a clean "Done N runs".
+N is MCPWALL_FRAME_FUZZ_RUNS: 1,000,000 for the full campaign (docs/wire.md records its
+run), 100,000 by default so that `make test` stays inside CI's time budget (the full run
+takes 10-15 minutes of one core here). The hypothesis tests below are quicker and run the
+same target on random bytes and on valid streams with bytes flipped.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 from mcpwall.relay import END, MORE, encode, meta_line
 
 HERE = Path(__file__).resolve().parent
-RUNS = 1_000_000
+RUNS = int(os.environ.get("MCPWALL_FRAME_FUZZ_RUNS", "100000"))
 
 
 def _seeds(directory: Path) -> None:
@@ -38,7 +40,7 @@ def _seeds(directory: Path) -> None:
 
 @pytest.mark.integration
 @pytest.mark.timeout(1800)
-def test_the_frame_parser_survives_a_million_fuzzed_inputs_without_crash_hang_or_memory_growth(
+def test_the_frame_parser_survives_fuzzed_inputs_without_crash_hang_or_memory_growth(
         tmp_path: Path) -> None:
     pytest.importorskip("atheris", reason="atheris is a dev dependency (libFuzzer for Python)")
     corpus = tmp_path / "corpus"

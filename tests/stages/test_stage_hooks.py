@@ -199,7 +199,7 @@ async def test_unsafe_paths_are_denied_in_enforce_and_recorded_in_audit(tmp_path
 
 
 async def test_a_toxic_flow_can_ask_and_without_an_approval_channel_that_denies(tmp_path: Path) -> None:
-    gw = gateway(tmp_path)
+    gw = gateway(tmp_path, ENFORCE + "stages: {approvals: {enabled: false}}\n")  # no approval channel
     stage = chain_mod.build({"stages": {"chain": {"action": "ask"}}}, None)
     assert stage is not None
     session = Session(kind="stdio")

@@ -194,7 +194,7 @@ class AdminApiStage(Stage):
 
     def bind(self, gateway: Gateway) -> None:
         self.api = AdminApi(gateway)
-        gateway.admin_api = self.api  # type: ignore[attr-defined]
+        gateway.admin_api = self.api
 
     def status(self) -> dict[str, Any]:
         return {"live_rules": len(self.api.live.rules)} if self.api is not None else {}

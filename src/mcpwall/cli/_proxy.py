@@ -101,6 +101,7 @@ def _run(settings: Any, stdio: bool, agent: str, log_level: str, record: bool = 
         click.echo(f"  aggregated MCP endpoint: {url}/mcp   per server: {url}/mcp/<server>   servers: {names}",
                    err=True)
         click.echo(f"  bearer token: {built.token_source}", err=True)
+        click.echo(f"  dashboard: {url}/ui/   metrics: {url}/metrics", err=True)
         click.echo(f"  policy: {built.policy.status()['path']} (revision {built.policy.current.revision}, "
                    f"mode {built.policy.current.mode})", err=True)
 

@@ -78,6 +78,15 @@ class Gateway:
         #: Observers of every message in and out of every session (forensic capture).
         self.taps: list[Callable[[Session, str, Message], None]] = []
         self._refreshing: dict[tuple[str, str], bool] = {}
+        # Set by stages in bind() when they are in the pipeline (see each stage's module).
+        self.approvals: Any = None
+        self.ui_app: Any = None
+        self.admin_api: Any = None
+        self.metrics_text: Callable[[], bytes] | None = None
+        self.notifier: Any = None
+        self.ledger: Any = None
+        self.tool_filters: list[Any] = []
+        self.on_catalog_changed: Callable[[UpstreamServer], None] | None = None
         for stage in stages:
             stage.bind(self)
 

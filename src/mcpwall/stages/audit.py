@@ -64,7 +64,7 @@ class AuditStage(Stage):
     # ------------------------------------------------------------------ lifecycle
 
     def bind(self, gateway: Gateway) -> None:
-        gateway.ledger = self.ledger  # type: ignore[attr-defined]
+        gateway.ledger = self.ledger
         gateway.state = self.ledger
 
     async def start(self) -> None:

@@ -1,0 +1,101 @@
+"""The numbers on the dashboard's cards and chart, folded from ledger rows as they arrive.
+
+Rows come in seq order (first a backlog of the last 24 hours, capped, then
+each new row once). `Stats` keeps one small tuple per row in the window and
+answers the cards (calls, blocked, redacted, p50/p99 latency) and a
+per-minute series of calls and blocks for the last hour.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+WINDOW_S = 24 * 3600
+MAX_ROWS = 100_000
+BUCKET_S = 60
+BUCKETS = 60
+BLOCKED = frozenset({"deny"})
+
+
+def row_time(ts: Any) -> float:
+    """A ledger `ts` (`YYYY-MM-DDTHH:MM:SS.ffffffZ`) as epoch seconds."""
+    if isinstance(ts, int | float):
+        return float(ts)
+    try:
+        return datetime.fromisoformat(str(ts).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def is_redacted(row: Mapping[str, Any]) -> bool:
+    if row.get("decision") == "redact" or row.get("redacted_keys"):
+        return True
+    dlp = row.get("dlp")
+    return isinstance(dlp, dict) and bool(dlp.get("erased") or dlp.get("masked"))
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """Nearest-rank percentile of sorted values."""
+    if not values:
+        return None
+    rank = max(1, math.ceil(p / 100 * len(values)))
+    return values[min(rank, len(values)) - 1]
+
+
+class Stats:
+    """Tool-call figures over a sliding window."""
+
+    def __init__(self, window_s: float = WINDOW_S, max_rows: int = MAX_ROWS) -> None:
+        self.window_s = window_s
+        #: (time, blocked, redacted, duration_ms)
+        self.rows: deque[tuple[float, bool, bool, float | None]] = deque(maxlen=max_rows)
+        self.last_seq = 0
+        self.capped = False
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        if row.get("method", "tools/call") != "tools/call":
+            return
+        seq = row.get("seq")
+        if isinstance(seq, int):
+            if seq <= self.last_seq:
+                return
+            self.last_seq = seq
+        if len(self.rows) == self.rows.maxlen:
+            self.capped = True
+        duration = row.get("duration_ms")
+        self.rows.append((row_time(row.get("ts")), row.get("decision") in BLOCKED, is_redacted(row),
+                          float(duration) if isinstance(duration, int | float) else None))
+
+    def snapshot(self, now: float, pending_asks: int) -> dict[str, Any]:
+        start = now - self.window_s
+        while self.rows and self.rows[0][0] < start:
+            self.rows.popleft()
+        calls = blocked = redacted = 0
+        durations: list[float] = []
+        series_start = (math.floor(now / BUCKET_S) - BUCKETS + 1) * BUCKET_S
+        series_calls = [0] * BUCKETS
+        series_blocks = [0] * BUCKETS
+        for t, b, r, d in self.rows:
+            calls += 1
+            blocked += b
+            redacted += r
+            if d is not None:
+                durations.append(d)
+            if t >= series_start:
+                i = min(BUCKETS - 1, int((t - series_start) // BUCKET_S))
+                series_calls[i] += 1
+                series_blocks[i] += b
+        durations.sort()
+        p50, p99 = percentile(durations, 50), percentile(durations, 99)
+        return {"window_s": self.window_s, "calls": calls, "blocked": blocked, "redacted": redacted,
+                "asks_pending": pending_asks, "p50_ms": round(p50, 2) if p50 is not None else None,
+                "p99_ms": round(p99, 2) if p99 is not None else None, "capped": self.capped,
+                "series": {"start": series_start, "bucket_s": BUCKET_S, "calls": series_calls,
+                           "blocks": series_blocks}, "last_seq": self.last_seq}
+
+
+__all__ = ["BUCKETS", "BUCKET_S", "WINDOW_S", "Stats", "is_redacted", "percentile", "row_time"]

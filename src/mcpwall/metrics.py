@@ -1,0 +1,230 @@
+"""Prometheus metrics of one gateway (`GET /metrics`, SPEC 7).
+
+Each gateway owns a `GatewayMetrics` with its own `CollectorRegistry` (never
+the process-global one: tests and embedders run several gateways in one
+process). Two kinds of numbers:
+
+- counted as requests complete (the metrics stage's `on_complete`):
+  `mcpwall_tool_calls_total{server,tool,decision}` - the same `decision`
+  word as the ledger's `tool_calls` rows, so the two agree row for row;
+  `mcpwall_requests_total{method,decision}` for every request;
+  latency histograms (`mcpwall_tool_call_duration_seconds{server}`,
+  `mcpwall_upstream_duration_seconds{server}`);
+- read from the gateway at scrape time: per-stage time
+  (`mcpwall_stage_seconds_total{stage}`, from `gateway.pipeline.timings`),
+  upstream health and state, circuit state, sessions, the ledger's queue,
+  approvals waiting, webhook deliveries, the policy revision.
+
+Label values that come from clients are bounded: unknown methods become
+"other", and after MAX_TOOL_LABELS distinct (server, tool) pairs further
+tools count as "_other", so a client cannot grow the registry without end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from mcpwall.protocol import ErrorCode
+
+if TYPE_CHECKING:
+    from mcpwall.stages._base import RequestContext
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+MAX_TOOL_LABELS = 2000
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+                   60.0, 120.0, 300.0)
+KNOWN_METHODS = frozenset({
+    "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
+    "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
+    "completion/complete", "logging/setLevel", "server/discover",
+})
+UPSTREAM_STATES = ("starting", "ready", "failed", "down", "stopped")
+CIRCUIT_STATES = ("closed", "open", "half-open")
+
+
+def tool_error(response: Mapping[str, Any] | None) -> bool:
+    """A result the upstream marked `isError` (the ledger records it as decision "error")."""
+    result = response.get("result") if response is not None else None
+    return isinstance(result, dict) and result.get("isError") is True
+
+
+def decision_word(ctx: RequestContext) -> str:
+    """The ledger's `decision` for a finished request (the rule of `mcpwall.stages.audit`)."""
+    outcome, response, decision = ctx.outcome, ctx.response, ctx.decision
+    if outcome == "ok":
+        if tool_error(response):
+            return "error"
+        return decision.action if decision is not None else "allow"
+    if outcome == "pending":
+        return "failed"
+    if outcome in ("deny", "ask-denied"):
+        err = response.get("error") if response is not None else None
+        code = err.get("code") if isinstance(err, dict) else None
+        return "invalid" if code == ErrorCode.INVALID_PARAMS else "deny"
+    return outcome
+
+
+class GatewayMetrics:
+    """The registry of one gateway; `observe(ctx)` per request, `render()` per scrape."""
+
+    def __init__(self, gateway: Any = None) -> None:
+        self.gateway = gateway
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.tool_calls = Counter("mcpwall_tool_calls", "tools/call requests by server, tool and decision "
+                                  "(one per ledger tool_calls row)", ["server", "tool", "decision"], registry=r)
+        self.requests = Counter("mcpwall_requests", "Requests by JSON-RPC method and decision",
+                                ["method", "decision"], registry=r)
+        self.call_seconds = Histogram("mcpwall_tool_call_duration_seconds", "Time a tools/call spent in the "
+                                      "gateway, answer included", ["server"], buckets=LATENCY_BUCKETS, registry=r)
+        self.upstream_seconds = Histogram("mcpwall_upstream_duration_seconds", "Time the upstream took to answer",
+                                          ["server"], buckets=LATENCY_BUCKETS, registry=r)
+        self.request_seconds = Histogram("mcpwall_request_duration_seconds", "Time any request spent in the gateway",
+                                         ["method"], buckets=LATENCY_BUCKETS, registry=r)
+        self._tools: set[tuple[str, str]] = set()
+        #: label values -> child metric: `labels()` costs more than the increment itself
+        self._children: dict[tuple[Any, ...], Any] = {}
+        r.register(_GatewayCollector(self))
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        key = (id(metric), *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
+    def _tool_label(self, server: str, tool: str) -> str:
+        key = (server, tool)
+        if key in self._tools:
+            return tool
+        if len(self._tools) >= MAX_TOOL_LABELS or len(tool) > 200:
+            return "_other"
+        self._tools.add(key)
+        return tool
+
+    def observe(self, ctx: RequestContext, now: float) -> None:
+        """Count one finished request (`now`: time.perf_counter() when it finished)."""
+        word = decision_word(ctx)
+        method = ctx.method if ctx.method in KNOWN_METHODS else "other"
+        elapsed = max(0.0, now - ctx.started)
+        child = self._child
+        child(self.requests, method, word).inc()
+        child(self.request_seconds, method).observe(elapsed)
+        server = ctx.server or "_gateway"
+        if ctx.method == "tools/call":
+            name = ctx.target or (ctx.params.get("name") if isinstance(ctx.params.get("name"), str) else "") or ""
+            child(self.tool_calls, server, self._tool_label(server, str(name)), word).inc()
+            child(self.call_seconds, server).observe(elapsed)
+        if ctx.upstream_ms is not None and ctx.server is not None:
+            child(self.upstream_seconds, ctx.server).observe(ctx.upstream_ms / 1000)
+
+    def render(self) -> bytes:
+        return bytes(generate_latest(self.registry))
+
+
+class _GatewayCollector:
+    """Numbers read from the gateway at scrape time."""
+
+    def __init__(self, owner: GatewayMetrics) -> None:
+        self.owner = owner
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        gw = self.owner.gateway
+        if gw is None:
+            return
+        stage = CounterMetricFamily("mcpwall_stage_seconds", "Time spent in each pipeline stage's hooks",
+                                    labels=["stage"])
+        for name, seconds in gw.pipeline.timings.items():
+            stage.add_metric([name], float(seconds))
+        yield stage
+        yield from self._upstreams(gw)
+        sessions = GaugeMetricFamily("mcpwall_sessions", "Open client sessions")
+        sessions.add_metric([], float(len(gw.sessions)))
+        yield sessions
+        yield from self._ledger(gw)
+        yield from self._approvals(gw)
+        yield from self._webhooks(gw)
+        policy = gw.policy.current
+        info = GaugeMetricFamily("mcpwall_policy_info", "The policy in force", labels=["revision", "mode"])
+        info.add_metric([str(policy.revision), str(policy.mode)], 1.0)
+        yield info
+
+    @staticmethod
+    def _upstreams(gw: Any) -> Iterator[Metric]:
+        up = GaugeMetricFamily("mcpwall_upstream_up", "1 when the upstream server is ready", labels=["server"])
+        state = GaugeMetricFamily("mcpwall_upstream_state", "The upstream's state (1 for the current one)",
+                                  labels=["server", "state"])
+        circuit = GaugeMetricFamily("mcpwall_circuit_state", "The upstream's circuit breaker (1 for the current "
+                                    "state)", labels=["server", "state"])
+        failures = GaugeMetricFamily("mcpwall_circuit_failures", "Consecutive failures counted by the breaker",
+                                     labels=["server"])
+        restarts = CounterMetricFamily("mcpwall_upstream_restarts", "Upstream restarts", labels=["server"])
+        pending = GaugeMetricFamily("mcpwall_upstream_pending", "Requests waiting for the upstream",
+                                    labels=["server"])
+        for name, s in gw.servers.items():
+            up.add_metric([name], 1.0 if s.state == "ready" else 0.0)
+            for st in {*UPSTREAM_STATES, s.state}:
+                state.add_metric([name, st], 1.0 if s.state == st else 0.0)
+            breaker = s.breaker.state
+            for st in CIRCUIT_STATES:
+                circuit.add_metric([name, st], 1.0 if breaker == st else 0.0)
+            failures.add_metric([name], float(s.breaker.failures))
+            restarts.add_metric([name], float(getattr(s, "restarts", 0)))
+            pending.add_metric([name], float(len(s.pending)))
+        yield from (up, state, circuit, failures, restarts, pending)
+
+    @staticmethod
+    def _ledger(gw: Any) -> Iterator[Metric]:
+        ledger = getattr(gw, "ledger", None)
+        if ledger is None:
+            return
+        status = ledger.status()
+        depth = GaugeMetricFamily("mcpwall_ledger_queue_depth", "Rows waiting for the ledger's writer")
+        depth.add_metric([], float(status.get("pending") or 0))
+        healthy = GaugeMetricFamily("mcpwall_ledger_healthy", "1 while the ledger can write")
+        healthy.add_metric([], 1.0 if status.get("healthy", True) else 0.0)
+        written = CounterMetricFamily("mcpwall_ledger_rows_written", "Rows committed by this gateway")
+        written.add_metric([], float(status.get("written") or 0))
+        dropped = CounterMetricFamily("mcpwall_ledger_rows_dropped", "Rows dropped (queue full while the "
+                                      "database was unavailable)")
+        dropped.add_metric([], float(status.get("dropped") or 0))
+        yield from (depth, healthy, written, dropped)
+
+    @staticmethod
+    def _approvals(gw: Any) -> Iterator[Metric]:
+        approvals = getattr(gw, "approvals", None)
+        if approvals is None:
+            return
+        status = approvals.status()
+        waiting = GaugeMetricFamily("mcpwall_approvals_pending", "Calls held now, waiting for a person")
+        waiting.add_metric([], float(status.get("waiting", 0)))
+        total = CounterMetricFamily("mcpwall_approvals", "Asks by outcome", labels=["outcome"])
+        for outcome in ("asked", "granted", "approved", "denied", "expired", "cancelled", "invalid"):
+            total.add_metric([outcome], float(status.get(outcome, 0)))
+        yield from (waiting, total)
+
+    @staticmethod
+    def _webhooks(gw: Any) -> Iterator[Metric]:
+        notifier = getattr(gw, "notifier", None)
+        if notifier is None:
+            return
+        deliveries = CounterMetricFamily("mcpwall_webhook_deliveries", "Webhook notifications by destination "
+                                         "and result", labels=["webhook", "result"])
+        queued = GaugeMetricFamily("mcpwall_webhook_queue_depth", "Notifications waiting to be sent",
+                                   labels=["webhook"])
+        for name, stats in notifier.stats().items():
+            for result in ("sent", "failed", "dropped", "retried"):
+                deliveries.add_metric([name, result], float(stats.get(result, 0)))
+            queued.add_metric([name], float(stats.get("queued", 0)))
+        yield from (deliveries, queued)
+
+
+__all__ = ["CIRCUIT_STATES", "CONTENT_TYPE", "KNOWN_METHODS", "LATENCY_BUCKETS", "MAX_TOOL_LABELS", "UPSTREAM_STATES",
+           "GatewayMetrics", "decision_word", "tool_error"]

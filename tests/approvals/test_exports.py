@@ -1,0 +1,27 @@
+"""The public surface of the approval, notification and dashboard packages is their `__all__`.
+
+Same check as tests/test_exported_members.py (which lists the older packages): every listed
+name exists, and no public name is left out.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PACKAGES = ["mcpwall.approvals", "mcpwall.notify", "mcpwall.dashboard", "mcpwall.metrics",
+            "mcpwall.stages.notify", "mcpwall.stages.metrics"]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_lists_exactly_the_public_names(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = set(module.__all__)
+    assert len(exported) == len(module.__all__), "duplicates in __all__"
+    for member in exported:
+        assert hasattr(module, member), f"{name}.{member} is listed but missing"
+    public = {n for n, v in vars(module).items()
+              if not n.startswith("_") and getattr(v, "__module__", name).startswith(name)
+              and not isinstance(v, type(importlib))}
+    assert public <= exported | {"annotations", "TYPE_CHECKING"}, f"{name} exposes unlisted names: {public - exported}"

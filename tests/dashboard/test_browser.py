@@ -1,0 +1,185 @@
+"""The dashboard in a real browser: headless Chromium (Debian's `chromium`) driven by Playwright.
+
+Strategy: a real gateway (`tests.approvals.harness.served`, token auth, SQLite ledger, npm
+`everything` upstream) serves `/ui/`; Chromium is launched from /usr/bin/chromium with a fresh
+profile (Playwright's own browser download is never used). The official MCP client makes the
+calls a person would watch. Each test logs in through the form, then: a blocked call appears
+in the live table without a reload; a pending ask is approved by clicking and the held call
+completes; the simulate form shows the rule trace. Markup in a tool's arguments is shown as
+text and never runs; a fetch without the CSRF token is refused; the page logs no console error
+(our own CSP would report any inline script or foreign asset). A screenshot of every page goes
+to test-artifacts/dashboard/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.approvals.harness import ROOT, Served, ask_policy, served
+from tests.proxy.harness import http_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts" / "dashboard"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+XSS = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+
+
+@contextlib.asynccontextmanager
+async def browser(tmp_path: Path) -> AsyncIterator[tuple[Any, list[str]]]:
+    """A page in a fresh Chromium profile, and the console errors it logs."""
+    from playwright.async_api import async_playwright
+
+    assert shutil.which(CHROMIUM), "Debian's chromium is needed: apt-get install -y chromium"
+    profile = tmp_path / "chromium-profile"
+    profile.mkdir()
+    errors: list[str] = []
+    async with async_playwright() as p:
+        context = await p.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=ARGS,
+            viewport={"width": 1440, "height": 900})
+        try:
+            page = context.pages[0] if context.pages else await context.new_page()
+            page.set_default_timeout(15_000)
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            yield page, errors
+        finally:
+            await context.close()
+
+
+async def login(page: Any, gw: Served, errors: list[str]) -> None:
+    """Log in through the form, after a wrong token first (its 401 is the one expected console error)."""
+    await page.goto(f"{gw.url}/ui/")
+    assert page.url.endswith("/ui/login")
+    await page.fill('input[name="token"]', "wrong")
+    await page.click('button[type="submit"]')
+    await page.wait_for_selector("text=Wrong token.")
+    await shot(page, "login")
+    await page.fill('input[name="token"]', gw.token)
+    await page.click('button[type="submit"]')
+    await page.wait_for_url(f"{gw.url}/ui/")
+    assert errors == ["Failed to load resource: the server responded with a status of 401 (Unauthorized)"]
+    errors.clear()
+
+
+async def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+async def test_a_blocked_call_appears_live_and_every_page_renders(tmp_path: Path) -> None:
+    async with served(tmp_path, ask_policy(timeout_ms=800)) as gw, http_client(f"{gw.url}/mcp", gw.token) as client, \
+            browser(tmp_path) as (page, errors):
+        await client.call_tool("ev__get-sum", {"a": 2, "b": 3})
+        await login(page, gw, errors)
+        await page.wait_for_selector("#live-state.on")
+        await page.wait_for_selector("#live tbody tr[data-decision='allow']")
+        await page.evaluate("window.__marker = 'no reload'")
+        with pytest.raises(MCPError):
+            await client.call_tool("ev__get-env", {})
+        row = await page.wait_for_selector("#live tbody tr[data-decision='deny']")
+        assert "get-env" in await row.inner_text()
+        assert "no-env" in await row.inner_text()
+        assert "LLM02:2025" in await row.inner_text()
+        assert await page.evaluate("window.__marker") == "no reload"
+        await page.wait_for_function("document.querySelector('[data-stat=blocked] .value').textContent === '1'")
+        assert await page.inner_text("[data-stat=calls] .value") == "2"
+        await page.wait_for_selector("#chart svg rect.blocks")
+        with pytest.raises(MCPError):  # markup in arguments, shown in the calls table below
+            await client.call_tool("ev__echo", {"message": XSS})
+        await page.wait_for_selector("#live tbody tr[data-decision='deny'] >> text=echo")
+        await shot(page, "overview")
+
+        refused = await page.evaluate("""async () => (await fetch('/api/approvals/000000000000/deny',
+            {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{}'})).status""")
+        assert refused == 403  # the page's cookie alone is not enough: no CSRF token
+        assert errors == ["Failed to load resource: the server responded with a status of 403 (Forbidden)"]
+        errors.clear()
+
+        await page.click("nav >> text=Calls")
+        await page.wait_for_selector("#calls tbody tr")
+        detail = await page.inner_text("#calls tbody")
+        assert '{"message":"<img src=x onerror=' in detail  # the markup is shown as text
+        await page.select_option("select[name=decision]", "deny")
+        await page.click("#filters button[type=submit]")
+        await page.wait_for_function(
+            "[...document.querySelectorAll('#calls tbody tr')].every(r => r.dataset.decision === 'deny')")
+        assert await page.locator("#calls tbody tr").count() == 2
+        await shot(page, "calls")
+
+        await page.click("nav >> text=Servers")
+        server = await page.wait_for_selector("#servers tbody tr[data-server='ev']")
+        text = await server.inner_text()
+        assert "ready" in text
+        assert "closed" in text
+        assert "pinned" in text
+        await shot(page, "servers")
+        assert await page.evaluate("window.__pwned") is None
+        assert errors == []
+
+
+async def test_a_pending_ask_is_approved_by_clicking_and_the_held_call_completes(tmp_path: Path) -> None:
+    async with served(tmp_path, ask_policy()) as gw, http_client(f"{gw.url}/mcp", gw.token) as client, \
+            browser(tmp_path) as (page, errors):
+        await login(page, gw, errors)
+        await page.click("nav >> text=Approvals")
+        await page.wait_for_selector("#pending-empty:not([hidden])")
+        held = asyncio.ensure_future(client.call_tool("ev__echo", {"message": XSS}))
+        [ask] = await gw.pending()
+        card = await page.wait_for_selector(f"article.ask[data-id='{ask['id']}']")  # arrives live
+        text = await card.inner_text()
+        assert "ev / echo" in text
+        assert "ask-echo" in text
+        assert 'onerror=\\"window.__pwned=1\\"' in text
+        await shot(page, "approvals")
+        await page.click(f"button[data-action='approve'][data-id='{ask['id']}']")
+        result: Any = await asyncio.wait_for(held, 20)
+        assert result.content[0].text == f"Echo: {XSS}"
+        await page.wait_for_selector(f"#history tbody >> text={ask['id']}")
+        assert "dashboard" in await page.inner_text("#history tbody")
+        [row] = gw.ledger_rows("echo")
+        assert (row["decision"], row["notes"]["approval"]["via"]) == ("ask", "dashboard")
+
+        second = asyncio.ensure_future(client.call_tool("ev__echo", {"message": "and again"}))
+        [ask2] = await gw.pending()
+        await page.wait_for_selector(f"article.ask[data-id='{ask2['id']}']")
+        await page.fill(f"article.ask[data-id='{ask2['id']}'] input[name=reason]", "not this one")
+        await page.click(f"button[data-action='deny'][data-id='{ask2['id']}']")
+        with pytest.raises(MCPError, match="not this one"):
+            await asyncio.wait_for(second, 20)
+        await shot(page, "approvals-answered")
+        assert await page.evaluate("window.__pwned") is None
+        assert errors == []
+
+
+async def test_the_simulate_form_shows_the_decision_and_the_rule_trace(tmp_path: Path) -> None:
+    async with served(tmp_path, ask_policy()) as gw, browser(tmp_path) as (page, errors):
+        await login(page, gw, errors)
+        await page.click("nav >> text=Simulate")
+        await page.wait_for_selector("#sim-server option[value='ev']", state="attached")
+        await page.select_option("#sim-server", "ev")
+        await page.fill("input[name=tool]", "get-env")
+        await page.fill("textarea[name=args]", '{"verbose": true}')
+        await page.click("#simulate button[type=submit]")
+        await page.wait_for_selector("#sim-result:not([hidden])")
+        assert await page.inner_text("#sim-action") == "deny"
+        matched = await page.inner_text("#sim-trace tr.matched")
+        assert "no-env" in matched
+        assert "ask-echo" in await page.inner_text("#sim-trace tbody")
+        assert "LLM02:2025" in await page.inner_text("#sim-rules")
+        await shot(page, "simulate")
+        await page.fill("textarea[name=args]", "{broken")
+        await page.click("#simulate button[type=submit]")
+        await page.wait_for_selector("#sim-error:not([hidden])")
+        assert errors == []
