@@ -17,7 +17,7 @@ from mcpwall.policy._compile import CompiledPolicy, CRule, compile_policy
 from mcpwall.policy._decision import PRECEDENCE, Action, Decision, RuleTrace
 from mcpwall.policy._defaults import TEMPLATES, load_template, template_text
 from mcpwall.policy._evaluate import evaluate, evaluate_response, redact_text, visible
-from mcpwall.policy._facts import Call, Context, Facts, prepare
+from mcpwall.policy._facts import Call, Context, Facts, local_now, prepare
 from mcpwall.policy._loader import ResolvedPolicy, load_policy, parse_policy_text, resolve_document
 from mcpwall.policy._model import PolicyFile, Rule, ServerSpec
 from mcpwall.policy._normalize import canonical_host, forms
@@ -74,6 +74,7 @@ __all__ = [
     "load_engine",
     "load_policy",
     "load_template",
+    "local_now",
     "parse_policy_text",
     "prepare",
     "redact_arguments",

@@ -43,6 +43,24 @@ class Call:
     result: Any = None
 
 
+_clock: list[Any] = [0.0, None]
+
+
+def local_now() -> datetime:
+    """The local time, refreshed once a second.
+
+    `datetime.now().astimezone()` costs several microseconds (it asks the C
+    library for the zone each time); time windows are hour-granular, so the
+    gateway's per-call decisions read this instead.
+    """
+    t = time.time()
+    if t - _clock[0] >= 1.0 or _clock[1] is None:
+        _clock[0] = t
+        _clock[1] = datetime.now().astimezone()
+    value: datetime = _clock[1]
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """The world at decision time, passed in so that `evaluate` stays pure."""
@@ -194,4 +212,4 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
     )
 
 
-__all__ = ["ArgValue", "CachedRealpath", "Call", "Context", "Facts", "prepare"]
+__all__ = ["ArgValue", "CachedRealpath", "Call", "Context", "Facts", "local_now", "prepare"]

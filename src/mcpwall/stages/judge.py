@@ -27,6 +27,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import orjson
+
 from mcpwall.protocol import ErrorCode
 from mcpwall.security._stagekit import StageConfig, arguments, enforce, parse, stage_block, tool_description
 from mcpwall.security.judge import JudgeError, Opinion, RemoteJudge, heuristic, stricter
@@ -65,10 +67,28 @@ class JudgeStage(Stage):
         self.denied = 0
         self.warned = 0
         self.fallbacks = 0
+        self._memo: dict[tuple[str, str, bytes], Opinion] = {}
 
     async def stop(self) -> None:
         if self.remote is not None:
             await self.remote.aclose()
+
+    def _heuristic(self, tool: str, args: Any, description: str) -> Opinion:
+        """The heuristics are a pure function of the call: identical calls (agents repeat them)
+        are judged once; the memo is bounded."""
+        try:
+            key = (tool, description, orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
+        except TypeError:
+            return heuristic(tool, args, description, deny_score=self.config.denyScore,
+                             warn_score=self.config.warnScore)
+        opinion = self._memo.get(key)
+        if opinion is None:
+            opinion = heuristic(tool, args, description, deny_score=self.config.denyScore,
+                                warn_score=self.config.warnScore)
+            if len(self._memo) >= 4096:
+                self._memo.clear()
+            self._memo[key] = opinion
+        return opinion
 
     async def on_request(self, ctx: RequestContext) -> Reject | None:
         if ctx.method != "tools/call":
@@ -80,8 +100,7 @@ class JudgeStage(Stage):
         args = arguments(ctx)
         description = tool_description(ctx)
         opinions: list[Opinion] = []
-        local = heuristic(ctx.target, args, description, deny_score=self.config.denyScore,
-                          warn_score=self.config.warnScore) if self.config.heuristics else None
+        local = self._heuristic(ctx.target, args, description) if self.config.heuristics else None
         if local is not None:
             opinions.append(local)
         if self.remote is not None and (self.when == "always" or (local is not None and local.factors)):

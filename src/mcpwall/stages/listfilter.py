@@ -8,10 +8,9 @@ decided by `mcpwall.policy.visible` for this session's client and agent.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from mcpwall.policy import Call, Context, visible
+from mcpwall.policy import Call, Context, local_now, visible
 from mcpwall.protocol import Message
 from mcpwall.stages._base import RequestContext, Stage
 
@@ -35,7 +34,7 @@ class ListFilterStage(Stage):
 
         key, method = spec
         policy = ctx.gateway.policy.current
-        now = Context(now=datetime.now().astimezone())
+        now = Context(now=local_now())
         session = ctx.session
         kept: list[Any] = []
         hidden: list[str] = []

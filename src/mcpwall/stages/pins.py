@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -38,6 +39,8 @@ from mcpwall.protocol import ErrorCode, Message
 from mcpwall.security._poisoning_pins import KINDS, PinBook, PinChange, pin_key
 from mcpwall.stages._base import Reject, RequestContext, Stage
 
+#: How long a call's pin check is reused for the same catalog entry.
+_RECHECK_S = 0.5
 log = logging.getLogger("mcpwall.pins")
 
 _LISTS = {"tools/list": "tool", "prompts/list": "prompt", "resources/list": "resource",
@@ -56,6 +59,8 @@ class PinStage(Stage):
         self.on_change = on_change
         self.on_new = on_new
         self.gateway: Any = None
+        #: (server, kind, name) -> (catalog entry, pending record, when): the per-call fast path
+        self._checked: dict[tuple[str, str, str], tuple[Any, dict[str, Any] | None, float]] = {}
         self.counts = {"pinned": 0, "changes": 0, "blocked": 0}
 
     # ------------------------------------------------------------------ wiring
@@ -114,6 +119,8 @@ class PinStage(Stage):
         book = self.book
         first = not book.seen(server, kind)
         changes = book.sync(server, kind, list(items), full=full, on_new=self.on_new)
+        if changes:
+            self._checked.clear()  # a change must show on the very next call, not after _RECHECK_S
         if first:
             self.counts["pinned"] += len(book.records(server, kind))
         for change in changes:
@@ -137,13 +144,24 @@ class PinStage(Stage):
         if upstream is None:
             return None
         item = _catalog_item(upstream, kind, ctx.target)
-        if not self.book.seen(ctx.server, kind):
-            # a call before any list reached us: pin the whole catalog, not just this entry
-            self._sync(ctx.server, kind, _catalog_items(upstream, kind), full=True)
-        elif item is not None:
-            # the catalog may be newer than the pins (a list the gateway fetched itself)
-            self._sync(ctx.server, kind, [item], full=False)
-        record = self._pending(ctx.server, kind, ctx.target)
+        slot = (ctx.server, kind, ctx.target)
+        now = time.monotonic()
+        memo = self._checked.get(slot)
+        if memo is not None and memo[0] is item and now - memo[2] < _RECHECK_S:
+            # The same catalog entry, checked a moment ago: its pin record cannot have
+            # changed here, and an acceptance by `mcpwall pin` shows within _RECHECK_S.
+            record = memo[1]
+        else:
+            if not self.book.seen(ctx.server, kind):
+                # a call before any list reached us: pin the whole catalog, not just this entry
+                self._sync(ctx.server, kind, _catalog_items(upstream, kind), full=True)
+            elif item is not None:
+                # the catalog may be newer than the pins (a list the gateway fetched itself)
+                self._sync(ctx.server, kind, [item], full=False)
+            record = self._pending(ctx.server, kind, ctx.target)
+            if len(self._checked) > 10_000:
+                self._checked.clear()
+            self._checked[slot] = (item, record, now)
         if record is None:
             return None
         pending = record.get("pending") or {}

@@ -12,10 +12,9 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from mcpwall.policy import Call, Context, evaluate, prepare, redact_arguments
+from mcpwall.policy import Call, Context, evaluate, local_now, prepare, redact_arguments
 from mcpwall.protocol import ErrorCode
 from mcpwall.stages._base import Reject, RequestContext, Stage
 from mcpwall.stages.hooks import run_hooks
@@ -72,7 +71,7 @@ class PolicyStage(Stage):
         policy = ctx.gateway.policy.current
         call = call_for(ctx)
         facts = prepare(call)
-        decision = evaluate(policy, facts, Context(now=datetime.now().astimezone(),
+        decision = evaluate(policy, facts, Context(now=local_now(),
                                                    requests_last_minute=ctx.notes.get("requests_last_minute", 1)))
         ctx.decision = decision
         ctx.timeout_ms = decision.timeout_ms

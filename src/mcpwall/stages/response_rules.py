@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from mcpwall.policy import Context, evaluate_response, prepare, redact_text
+from mcpwall.policy import Context, evaluate_response, local_now, prepare, redact_text
 from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.stages._base import RequestContext, Stage
 from mcpwall.stages.hooks import _map_strings, run_hooks
@@ -40,7 +39,7 @@ class ResponseRulesStage(Stage):
             facts = prepare(type(base)(method=base.method, name=base.name, arguments={}, server=base.server,
                                        description=base.description, client=base.client, agent=base.agent,
                                        session=base.session, result=body))
-            decision = evaluate_response(policy, facts, Context(now=datetime.now().astimezone()))
+            decision = evaluate_response(policy, facts, Context(now=local_now()))
             if decision.rule_ids:
                 ctx.notes["response_decision"] = decision.as_dict()
             if decision.action == "deny":
