@@ -72,9 +72,11 @@ def sandbox_argv(sandbox: SandboxSpec, command: str, *, name: str = "", cwd: str
         argv.append("--share-net")
     argv += ["--cap-drop", "ALL", "--hostname", "mcpwall-sandbox"]
     argv += _system_mounts(network=sandbox.network)
+    # The private /tmp first: a runtime or grant that lives under /tmp (a checkout in
+    # /tmp/build, a node_modules there) is then bound on top of it, not hidden by it.
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for path in runtime_paths(command, env_path=env_path):
         argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for flag, paths in (("--ro-bind", sandbox.read), ("--bind", sandbox.write)):
         for given in paths:
             dest = os.path.abspath(os.path.expanduser(given))

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
+from playwright.async_api import expect
 
 from tests.approvals.harness import ROOT, Served, ask_policy, served
 from tests.proxy.harness import http_client
@@ -93,7 +94,8 @@ async def test_a_blocked_call_appears_live_and_every_page_renders(tmp_path: Path
         assert "no-env" in await row.inner_text()
         assert "LLM02:2025" in await row.inner_text()
         assert await page.evaluate("window.__marker") == "no reload"
-        await page.wait_for_function("document.querySelector('[data-stat=blocked] .value').textContent === '1'")
+        # Locator waits, not wait_for_function: the page's CSP refuses eval, which polling may need.
+        await expect(page.locator("[data-stat=blocked] .value")).to_have_text("1", timeout=15_000)
         assert await page.inner_text("[data-stat=calls] .value") == "2"
         await page.wait_for_selector("#chart svg rect.blocks")
         with pytest.raises(MCPError):  # markup in arguments, shown in the calls table below
@@ -113,9 +115,8 @@ async def test_a_blocked_call_appears_live_and_every_page_renders(tmp_path: Path
         assert '{"message":"<img src=x onerror=' in detail  # the markup is shown as text
         await page.select_option("select[name=decision]", "deny")
         await page.click("#filters button[type=submit]")
-        await page.wait_for_function(
-            "[...document.querySelectorAll('#calls tbody tr')].every(r => r.dataset.decision === 'deny')")
-        assert await page.locator("#calls tbody tr").count() == 2
+        await expect(page.locator("#calls tbody tr:not([data-decision='deny'])")).to_have_count(0, timeout=15_000)
+        await expect(page.locator("#calls tbody tr")).to_have_count(2, timeout=15_000)
         await shot(page, "calls")
 
         await page.click("nav >> text=Servers")

@@ -8,11 +8,14 @@ independent `open_ledger`, as the CLI would.
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from mcpwall.ledger import Ledger, LedgerQuery, open_ledger
+from mcpwall.protocol import Message
 from mcpwall.stages.audit import build as build_audit
 from mcpwall.state import MemoryStateStore
 from tests.ledger.gateway import POLICY, Client, build_gateway, policy_text
@@ -144,3 +147,44 @@ def test_bad_ledger_options_are_refused_with_the_key_named(tmp_path: Path) -> No
         build_gateway(tmp_path / "b", policy_text(flushEvery=3))
     with pytest.raises(ConfigError, match="batchRows"):
         build_gateway(tmp_path / "c", policy_text(batchRows=-1))
+
+
+async def test_answers_wait_for_a_writer_that_fell_behind_instead_of_rows_piling_up_in_memory(
+        tmp_path: Path) -> None:
+    """Backpressure in batched mode: with the database held by another writer, the queue
+    stops at a few batches and further answers wait; nothing is lost when it frees up."""
+    built = build_gateway(tmp_path, policy_text(batchRows=5, flushIntervalMs=10))
+    gw = built.gateway
+    await gw.start()
+    blocker = sqlite3.connect(tmp_path / "ledger.db", isolation_level=None)
+    try:
+        client = Client(built)
+        await client.initialize()
+        await client.request("tools/list")
+        await client.call("echo", {"message": "first"})  # the catalog's pins are saved before the lock
+        await asyncio.sleep(0.3)
+        blocker.execute("BEGIN IMMEDIATE")  # the gateway's writer now waits on its busy timeout
+        answered: list[Message] = []
+
+        async def agent() -> None:  # one call after another, as fast as the gateway answers
+            for n in range(60):
+                answered.append(await client.call("echo", {"message": f"m{n}"}))
+
+        calls = asyncio.ensure_future(agent())
+        await asyncio.sleep(1.5)
+        audit = gw.status()["stages"]["audit"]
+        assert audit["healthy"] is True
+        assert audit["backpressure_waits"] > 0
+        # one batch in the blocked writer, four waiting, then the calls are held back: not all 60
+        assert len(answered) <= 5 * 5 + 1
+        assert audit["pending"] <= 5 * 4 + 1
+        blocker.execute("COMMIT")
+        await asyncio.wait_for(calls, 30)
+        assert len(answered) == 60
+        assert all("result" in a for a in answered)
+    finally:
+        blocker.close()
+        await gw.stop()
+    with open_ledger(tmp_path, create=False) as ledger:
+        assert ledger.count("tool_calls") == 61
+        assert ledger.verify().ok

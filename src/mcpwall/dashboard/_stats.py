@@ -9,7 +9,7 @@ per-minute series of calls and blocks for the last hour.
 from __future__ import annotations
 
 import math
-from collections import deque
+from array import array
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -47,14 +47,28 @@ def percentile(values: list[float], p: float) -> float | None:
 
 
 class Stats:
-    """Tool-call figures over a sliding window."""
+    """Tool-call figures over a sliding window.
+
+    One row costs 17 bytes: times and durations live in a ring of `array('d')`
+    and flags in a `bytearray` (a deque of tuples cost ~140 bytes a row, 14 MiB
+    at the cap, all of it resident in a gateway that never shows a dashboard).
+    """
 
     def __init__(self, window_s: float = WINDOW_S, max_rows: int = MAX_ROWS) -> None:
         self.window_s = window_s
-        #: (time, blocked, redacted, duration_ms)
-        self.rows: deque[tuple[float, bool, bool, float | None]] = deque(maxlen=max_rows)
+        self.max_rows = max_rows
+        self._time = array("d", bytes(8 * max_rows))
+        #: duration in ms, NaN when unknown
+        self._duration = array("d", bytes(8 * max_rows))
+        #: bit 0 blocked, bit 1 redacted
+        self._flags = bytearray(max_rows)
+        self._head = 0  # index of the oldest row
+        self._count = 0
         self.last_seq = 0
         self.capped = False
+
+    def __len__(self) -> int:
+        return self._count
 
     def add(self, row: Mapping[str, Any]) -> None:
         if row.get("method", "tools/call") != "tools/call":
@@ -64,31 +78,41 @@ class Stats:
             if seq <= self.last_seq:
                 return
             self.last_seq = seq
-        if len(self.rows) == self.rows.maxlen:
+        if self._count == self.max_rows:  # full: the oldest row makes room
             self.capped = True
+            self._head = (self._head + 1) % self.max_rows
+            self._count -= 1
+        i = (self._head + self._count) % self.max_rows
         duration = row.get("duration_ms")
-        self.rows.append((row_time(row.get("ts")), row.get("decision") in BLOCKED, is_redacted(row),
-                          float(duration) if isinstance(duration, int | float) else None))
+        self._time[i] = row_time(row.get("ts"))
+        self._duration[i] = float(duration) if isinstance(duration, int | float) else math.nan
+        self._flags[i] = (row.get("decision") in BLOCKED) | (is_redacted(row) << 1)
+        self._count += 1
 
     def snapshot(self, now: float, pending_asks: int) -> dict[str, Any]:
         start = now - self.window_s
-        while self.rows and self.rows[0][0] < start:
-            self.rows.popleft()
+        size = self.max_rows
+        while self._count and self._time[self._head] < start:
+            self._head = (self._head + 1) % size
+            self._count -= 1
         calls = blocked = redacted = 0
         durations: list[float] = []
         series_start = (math.floor(now / BUCKET_S) - BUCKETS + 1) * BUCKET_S
         series_calls = [0] * BUCKETS
         series_blocks = [0] * BUCKETS
-        for t, b, r, d in self.rows:
+        for k in range(self._count):
+            i = (self._head + k) % size
+            t, flags, d = self._time[i], self._flags[i], self._duration[i]
+            b = flags & 1
             calls += 1
             blocked += b
-            redacted += r
-            if d is not None:
+            redacted += flags >> 1
+            if d == d:  # not NaN
                 durations.append(d)
             if t >= series_start:
-                i = min(BUCKETS - 1, int((t - series_start) // BUCKET_S))
-                series_calls[i] += 1
-                series_blocks[i] += b
+                j = min(BUCKETS - 1, int((t - series_start) // BUCKET_S))
+                series_calls[j] += 1
+                series_blocks[j] += b
         durations.sort()
         p50, p99 = percentile(durations, 50), percentile(durations, 99)
         return {"window_s": self.window_s, "calls": calls, "blocked": blocked, "redacted": redacted,

@@ -112,6 +112,20 @@ class Writer:
         return len(self._queue)
 
     @property
+    def behind(self) -> bool:
+        """More rows waiting than the writer commits in a few batches: callers should slow down.
+
+        Without this, a producer faster than the database (or a writer thread starved of the
+        GIL by a busy event loop) grows the queue, and the gateway's memory with it, up to
+        `max_pending`. Waiting callers are the backpressure; see AuditStage.on_complete.
+        """
+        return len(self._queue) > self.options.batch_rows * 4 and self.healthy
+
+    @property
+    def caught_up(self) -> bool:
+        return len(self._queue) <= self.options.batch_rows or not self.healthy
+
+    @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 

@@ -60,6 +60,8 @@ class AuditStage(Stage):
         self._rules_for: Any = None
         self._rules: dict[str, RuleInfo] = {}
         self._last_loud = 0.0
+        #: answers held back while the batched writer caught up (backpressure)
+        self.waited = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -74,7 +76,8 @@ class AuditStage(Stage):
         await asyncio.to_thread(self.ledger.close)
 
     def status(self) -> dict[str, Any]:
-        return {**self.ledger.status(), "refused": self.refused, "withheld": self.withheld}
+        return {**self.ledger.status(), "refused": self.refused, "withheld": self.withheld,
+                "backpressure_waits": self.waited}
 
     # ------------------------------------------------------------------ hooks
 
@@ -94,12 +97,23 @@ class AuditStage(Stage):
         event = self.event(ctx)
         if not self.strict or (not self.ledger.healthy and not self._must_wait(ctx)):
             self.ledger.submit(event)
-            return None
+            return self._catch_up() if self.ledger.writer.behind else None
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         if not self.ledger.submit(event, (loop, future)):
             return None
         return self._committed(ctx, event, future)
+
+    async def _catch_up(self) -> None:
+        """Backpressure in batched mode: while the writer is far behind, answers wait for it
+        to catch up (for at most strictTimeoutMs) instead of rows piling up in memory."""
+        writer = self.ledger.writer
+        deadline = time.monotonic() + self.strict_timeout
+        self.waited += 1
+        # Polling, not an Event: the writer is a thread, and waking each waiter from it would
+        # cost every commit a call_soon_threadsafe while nobody waits.
+        while not writer.caught_up and writer.running and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
 
     @staticmethod
     def _must_wait(ctx: RequestContext) -> bool:
