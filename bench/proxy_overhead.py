@@ -13,7 +13,7 @@ the load generator's CPU per call, and the gateway's RSS. HTTP load comes
 from wrk (Debian package `wrk`) with a small Lua script; stdio load from raw
 pipes in this process. A final soak of --soak calls reports RSS growth.
 
-    python bench/proxy_overhead.py [--seconds 10] [--soak 100000] [--stages default|all]
+    python bench/proxy_overhead.py [--seconds 10] [--soak 100000] [--stages all|core]
 """
 
 from __future__ import annotations
@@ -51,6 +51,20 @@ rules:
     action: allow
 stages:
   ratelimit: {{requestsPerMinute: 0}}
+"""
+
+#: `--stages core`: the gateway of issue 3 (auth, rate limit, protocol, circuit, policy,
+#: list filter, response rules, metrics); the defence stages and the ledger off.
+CORE = """\
+dlp: false
+ledger: {enabled: false}
+stages:
+  ratelimit: {requestsPerMinute: 0}
+  chain: false
+  schema: false
+  pins: false
+  poisoning: false
+  judge: false
 """
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -248,18 +262,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--soak", type=int, default=100_000)
+    parser.add_argument("--stages", choices=["all", "core"], default="all",
+                        help="all: every stage and the ledger, as shipped; core: the defence stages and ledger off")
     opts = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed for the HTTP routes: apt-get install wrk")
     with open("/proc/cpuinfo", encoding="utf-8") as info:
         cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "?")
     print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}")
+    print(f"stages: {opts.stages}")
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         home.mkdir()
         default = ROOT / "src" / "mcpwall" / "policy" / "templates" / "default.yaml"
-        (home / "policy.yaml").write_text(POLICY.format(default=default))
+        text = POLICY.format(default=default)
+        if opts.stages == "core":
+            text = text.replace("stages:\n  ratelimit: {requestsPerMinute: 0}\n", CORE)
+        (home / "policy.yaml").write_text(text)
 
         print("direct stdio (baseline)")
         pipe = Pipe(EVERYTHING)
