@@ -139,6 +139,22 @@ def test_the_policy_reloads_on_change_and_keeps_the_old_one_when_broken(gw: Gate
     _eventually(lambda: "result" in gw.post("/memory", PING).json())
 
 
+def test_a_policy_file_written_after_a_start_on_the_built_in_policy_takes_over(tmp_path: Path) -> None:
+    g = GatewayProcess(tmp_path / "home", {"memory": MEMORY})
+    (g.home / "policy.yaml").unlink()  # first start: no policy file, the built-in default (deny)
+    g.start()
+    try:
+        assert g.post("/memory", PING).json()["error"]["code"] == -32001
+        (g.home / "policy.yaml").write_text("rules: [this is: not valid")
+        time.sleep(2.5)
+        assert g.post("/memory", PING).json()["error"]["code"] == -32001  # a broken file changes nothing
+        assert "policy reload refused" in g.log.read_text()
+        (g.home / "policy.yaml").write_text(PERMISSIVE)  # the README's step 5: write ~/.mcpwall/policy.yaml
+        _eventually(lambda: "result" in g.post("/memory", PING).json())
+    finally:
+        g.stop()
+
+
 def _eventually(check: object, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -77,7 +77,7 @@ def build(settings: GatewaySettings) -> Built:
     policy_path = settings.policy_path
     if policy_path is None and (settings.home / "policy.yaml").exists():
         policy_path = settings.home / "policy.yaml"
-    store = PolicyStore(policy_path)
+    store = PolicyStore(policy_path, candidate=settings.home / "policy.yaml")
     servers: dict[str, ServerSpec] = dict(store.current.source.servers)
     for path in settings.servers_files:
         servers.update(load_servers_file(path))

@@ -24,9 +24,12 @@ log = logging.getLogger("mcpwall.policy")
 class PolicyStore:
     """Holds the compiled policy a gateway decides with."""
 
-    def __init__(self, path: Path | None, template: str = "default") -> None:
+    def __init__(self, path: Path | None, template: str = "default", *, candidate: Path | None = None) -> None:
         self.path = path
         self.template = template
+        #: with no policy file yet, the file that takes over from the built-in policy once it
+        #: appears (`<home>/policy.yaml`): a user who writes it expects it in force, as on edits
+        self.candidate = candidate if path is None else None
         self.current: CompiledPolicy = self._load()
         self.loaded_at = time.time()
         self.reloads = 0
@@ -36,6 +39,11 @@ class PolicyStore:
         self.listeners: list[Any] = []
 
     def _load(self) -> CompiledPolicy:
+        if self.path is None and self.candidate is not None and self.candidate.exists():
+            compiled = compile_policy(load_policy(self.candidate))
+            self.path, self.candidate = self.candidate, None
+            log.info("policy file %s appeared: it replaces the built-in policy", self.path)
+            return compiled
         if self.path is None:
             return compile_policy(load_template(self.template))
         return compile_policy(load_policy(self.path))
@@ -44,6 +52,8 @@ class PolicyStore:
         files = list(self.current.source.files) if self.current is not None else []
         if self.path is not None:
             files.append(str(self.path))
+        elif self.candidate is not None:
+            files.append(str(self.candidate))
         out = {}
         for f in files:
             with contextlib.suppress(OSError):
@@ -85,7 +95,7 @@ class PolicyStore:
 
     def watch(self, interval: float = 1.0) -> None:
         """Poll the policy file (and its extends/corp files) for changes."""
-        if self.path is None or self._watch_task is not None:
+        if (self.path is None and self.candidate is None) or self._watch_task is not None:
             return
 
         async def loop() -> None:
