@@ -88,15 +88,3 @@ async def test_a_trusted_tool_is_exempt_from_definition_findings(tmp_path: Path)
     async with serve_gateway(tmp_path, {"p": POISONED}, policy) as served, mcp_client(served.url) as client:
         assert "p__fetch_notes" in await tool_names(client)
         assert await _text(client, "p__fetch_notes", {}) == "notes"
-
-
-async def test_the_ask_action_denies_when_no_approval_channel_runs(tmp_path: Path) -> None:
-    policy = ENFORCE + "  poisoning:\n    actions: {hidden_instructions: ask, context_harvesting: ask}\n"
-    async with serve_gateway(tmp_path, {"p": POISONED}, policy) as served, mcp_client(served.url) as client:
-        if getattr(served.gateway, "approvals", None) is not None:
-            pytest.skip("an approval channel is running in this build; covered by the approvals tests")
-        assert "p__fetch_notes" in await tool_names(client)
-        with pytest.raises(MCPError) as denied:
-            await _text(client, "p__fetch_notes", {})
-        assert denied.value.error.code == -32001
-        assert "approval" in denied.value.error.message
