@@ -12,7 +12,8 @@ import pytest
 PACKAGES = ["mcpwall", "mcpwall.errors", "mcpwall.policy", "mcpwall.cli", "mcpwall.discovery", "mcpwall.proxy",
             "mcpwall.stages", "mcpwall.protocol", "mcpwall.transports", "mcpwall.relay", "mcpwall.builtin",
             "mcpwall.admin", "mcpwall.isolation", "mcpwall.sandbox", "mcpwall.ledger", "mcpwall.security.poisoning",
-            "mcpwall.approvals", "mcpwall.notify", "mcpwall.dashboard"]
+            "mcpwall.approvals", "mcpwall.notify", "mcpwall.dashboard", "mcpwall.metrics",
+            "mcpwall.stages.notify", "mcpwall.stages.metrics"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -30,6 +30,7 @@ from mcpwall.policy import ServerSpec
 from mcpwall.protocol import Message
 from mcpwall.stages import Stage
 from mcpwall.transports import OnClosed, OnMessage, TransportClosed, TransportError, default_environment
+from mcpwall.transports._lines import log_lines
 
 if TYPE_CHECKING:
     from mcpwall.proxy import Gateway
@@ -106,16 +107,7 @@ class Aggregator:
             conn._lost(reason)
 
     async def _stderr(self, stderr: asyncio.StreamReader) -> None:
-        while True:
-            try:
-                line = await stderr.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                continue
-            except Exception:
-                return
-            if not line:
-                return
-            log.info("[aggregator] %s", line.decode("utf-8", "replace").rstrip())
+        await log_lines(stderr, log, "aggregator")
 
     async def stop(self) -> None:
         self._stopping = True

@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import sys
 
 import orjson
 
 from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, ProtocolError, error, parse
 from mcpwall.proxy._gateway import Gateway
 from mcpwall.proxy._session import Session
+from mcpwall.transports._lines import skip_line, stdio_streams
 
 log = logging.getLogger("mcpwall.stdio")
 
@@ -44,7 +43,7 @@ class StdioFrontend:
                     writer: asyncio.StreamWriter | None = None) -> None:
         """Serve until stdin closes; then shut the gateway down."""
         if reader is None or writer is None:
-            reader, writer = await _stdio_streams()
+            reader, writer = await stdio_streams()
         self._writer = writer
         session = self.gateway.open_session("stdio", self.server, agent=self.agent,
                                             process_name=self.process_name or "", peer="stdio")
@@ -58,7 +57,7 @@ class StdioFrontend:
                         await self._one(session, exc.partial)
                     break
                 except asyncio.LimitOverrunError:
-                    await self._skip_long_line(reader)
+                    await skip_line(reader)
                     await self._write(error(None, ErrorCode.INVALID_REQUEST,
                                             f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
                     continue
@@ -69,16 +68,6 @@ class StdioFrontend:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await asyncio.wait_for(task, 5.0)
             self.gateway.close_session(session)
-
-    async def _skip_long_line(self, reader: asyncio.StreamReader) -> None:
-        while True:
-            try:
-                await reader.readuntil(b"\n")
-                return
-            except asyncio.LimitOverrunError as exc:
-                await reader.readexactly(exc.consumed)
-            except asyncio.IncompleteReadError:
-                return
 
     async def _one(self, session: Session, raw: bytes) -> None:
         try:
@@ -102,16 +91,6 @@ class StdioFrontend:
             return
         if response is not None:
             await self._write(response)
-
-
-async def _stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES + 1024)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
-    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-    return reader, writer
 
 
 __all__ = ["StdioFrontend"]

@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import sys
 
 import orjson
 
@@ -49,6 +48,7 @@ from mcpwall.relay._frame import (
     meta_line,
     sanitize_name,
 )
+from mcpwall.transports._lines import skip_line, stdio_streams
 
 log = logging.getLogger("mcpwall.relay")
 
@@ -87,7 +87,7 @@ class Relay:
         except (OSError, TimeoutError) as exc:
             raise RelayError(f"cannot connect to {self.address}: {exc}") from exc
         if stdin is None or stdout is None:
-            stdin, stdout = await _stdio_streams()
+            stdin, stdout = await stdio_streams()
         self._stdout, self._sock = stdout, writer
         writer.write(meta_line(self.process_name))
         inbound = asyncio.create_task(self._from_gateway(reader))
@@ -120,7 +120,7 @@ class Relay:
                     await self._agent_line(exc.partial)
                 return
             except asyncio.LimitOverrunError:
-                await _skip_line(stdin)
+                await skip_line(stdin)
                 await self._to_agent(error(None, ErrorCode.INVALID_REQUEST,
                                            f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
                 continue
@@ -246,26 +246,6 @@ class Relay:
 def _reason(msg: Message) -> str:
     err = msg.get("error")
     return str(err.get("message")) if isinstance(err, dict) else str(msg)[:300]
-
-
-async def _skip_line(reader: asyncio.StreamReader) -> None:
-    while True:
-        try:
-            await reader.readuntil(b"\n")
-            return
-        except asyncio.LimitOverrunError as exc:
-            await reader.readexactly(exc.consumed)
-        except asyncio.IncompleteReadError:
-            return
-
-
-async def _stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES + 1024)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
-    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
 def parent_process_name() -> str:

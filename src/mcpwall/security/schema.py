@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
@@ -55,6 +56,7 @@ class SchemaCache:
         self.max_entries = max_entries
         self.compiled = 0
         self.unusable: dict[str, str] = {}
+        self._checked: dict[tuple[Any, ...], list[dict[str, str]]] = {}
 
     def _key(self, server: str, tool: str, schema: Any) -> tuple[str, str, str]:
         hit = self._by_id.get(id(schema))
@@ -89,13 +91,28 @@ class SchemaCache:
         return compiled
 
     def errors(self, server: str, tool: str, schema: Any, arguments: Any) -> list[dict[str, str]]:
-        """[] when the arguments are valid (or the schema unusable); else the errors, path first."""
+        """[] when the arguments are valid (or the schema unusable); else the errors, path first.
+
+        A pure function of (schema, arguments), memoised on both: agents repeat calls.
+        """
         validator = self.validator(server, tool, schema)
         if validator is None:
             return []
+        try:
+            memo_key: tuple[Any, ...] | None = (self._key(server, tool, schema),
+                                                orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS))
+        except TypeError:
+            memo_key = None
+        if memo_key is not None and (hit := self._checked.get(memo_key)) is not None:
+            return hit
         found = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
-        return [{"path": _pointer(e.absolute_path), "message": e.message[:300], "validator": str(e.validator)}
-                for e in found[:MAX_ERRORS]]
+        errors = [{"path": _pointer(e.absolute_path), "message": e.message[:300], "validator": str(e.validator)}
+                  for e in found[:MAX_ERRORS]]
+        if memo_key is not None:
+            if len(self._checked) >= 4096:
+                self._checked.clear()
+            self._checked[memo_key] = errors
+        return errors
 
 
 @dataclass(frozen=True, slots=True)

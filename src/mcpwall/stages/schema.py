@@ -25,7 +25,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
 from pydantic import Field
 
 from mcpwall.protocol import ErrorCode
@@ -61,25 +60,8 @@ class SchemaStage(Stage):
 
             raise ConfigError(f"policy stages.schema.sensitivePaths: invalid regex: {exc}") from exc
         self.checked = 0
-        self._memo: dict[tuple[str, str, bytes], tuple[Any, list[dict[str, Any]]]] = {}
         self.invalid = 0
         self.unsafe_paths = 0
-
-    def _errors(self, server: str, tool: str, schema: Any, args: dict[str, Any]) -> list[dict[str, Any]]:
-        """Validation is a pure function of (schema, arguments): identical calls are validated once.
-        The memo holds the schema object itself, so a refreshed catalog is validated afresh."""
-        try:
-            key = (server, tool, orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
-        except TypeError:
-            return self.cache.errors(server, tool, schema, args)
-        hit = self._memo.get(key)
-        if hit is not None and hit[0] is schema:
-            return hit[1]
-        errors = self.cache.errors(server, tool, schema, args)
-        if len(self._memo) >= 4096:
-            self._memo.clear()
-        self._memo[key] = (schema, errors)
-        return errors
 
     async def on_request(self, ctx: RequestContext) -> Reject | None:
         if ctx.method != "tools/call" or ctx.server is None:
@@ -94,7 +76,7 @@ class SchemaStage(Stage):
                 if not isinstance(args, dict):
                     errors = [{"path": "$", "message": "arguments must be an object", "validator": "type"}]
                 else:
-                    errors = self._errors(ctx.server, ctx.target, schema, args)
+                    errors = self.cache.errors(ctx.server, ctx.target, schema, args)
                 if errors:
                     self.invalid += 1
                     ctx.notes["schema"] = {"errors": errors}

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 import orjson
 
 from mcpwall.protocol import MAX_MESSAGE_BYTES, Message
+from mcpwall.transports._lines import log_lines, skip_line
 from mcpwall.transports.base import OnClosed, OnMessage, TransportClosed, TransportError
 
 log = logging.getLogger("mcpwall.upstream")
@@ -101,14 +102,7 @@ class StdioTransport:
 
     async def _discard_long_line(self, stdout: asyncio.StreamReader) -> None:
         log.warning("[%s] discarded a stdout line over %d bytes", self.name, MAX_MESSAGE_BYTES)
-        while True:
-            try:
-                await stdout.readuntil(b"\n")
-                return
-            except asyncio.LimitOverrunError as exc:
-                await stdout.readexactly(exc.consumed)
-            except asyncio.IncompleteReadError:
-                return
+        await skip_line(stdout)
 
     def _deliver(self, line: bytes, on_message: OnMessage) -> None:
         line = line.strip()
@@ -128,16 +122,7 @@ class StdioTransport:
             log.exception("[%s] error handling an upstream message", self.name)
 
     async def _stderr(self, stderr: asyncio.StreamReader) -> None:
-        while True:
-            try:
-                line = await stderr.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                continue
-            except Exception:
-                return
-            if not line:
-                return
-            log.info("[%s] %s", self.name, line.decode("utf-8", "replace").rstrip())
+        await log_lines(stderr, log, self.name)
 
     async def _wait_exit(self) -> int | None:
         """The exit code once stdout has closed; a process that lingers is reported as None."""
