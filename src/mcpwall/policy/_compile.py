@@ -19,7 +19,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcpwall.errors import PolicyError
@@ -69,6 +69,21 @@ class CWindow:
     start: int | None
     end: int | None
     tz: ZoneInfo | None
+
+    def contains(self, now: datetime) -> bool:
+        """Whether `now` (aware or naive local time) falls inside the window."""
+        if self.tz is not None:
+            now = now.astimezone(self.tz)
+        if self.days is not None and now.weekday() not in self.days:
+            return False
+        if self.start is None and self.end is None:
+            return True
+        hour = now.hour
+        start = self.start if self.start is not None else 0
+        end = self.end if self.end is not None else 23
+        if start <= end:
+            return start <= hour <= end
+        return hour >= start or hour <= end
 
     def describe(self) -> str:
         days = ",".join(sorted(d for d, i in _DAY_INDEX.items() if self.days and i in self.days)) or "any day"
@@ -146,7 +161,6 @@ class CompiledPolicy:
     allow_sampling: bool
     #: The fast path's sets and indexes, and memoised decisions (see `_plan.py`).
     fast: FastIndex = field(compare=False, repr=False)
-    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def all_rules(self) -> tuple[CRule, ...]:

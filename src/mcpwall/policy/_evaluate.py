@@ -148,20 +148,7 @@ def _texts(rule: CRule, view: _View, exempt: bool) -> Iterator[tuple[str, str]]:
 
 
 def _in_window(rule: CRule, ctx: Context) -> bool:
-    w = rule.window
-    if w is None:
-        return True
-    now = ctx.now.astimezone(w.tz) if w.tz is not None else ctx.now
-    if w.days is not None and now.weekday() not in w.days:
-        return False
-    if w.start is None and w.end is None:
-        return True
-    hour = now.hour
-    start = w.start if w.start is not None else 0
-    end = w.end if w.end is not None else 23
-    if start <= end:
-        return start <= hour <= end
-    return hour >= start or hour <= end
+    return rule.window is None or rule.window.contains(ctx.now)
 
 
 def _names_match(allowed: list[str] | None, value: str, restrictive: bool) -> bool:

@@ -57,7 +57,12 @@ def _literal_tools(rule: CRule, tools: tuple[str, ...] | None) -> tuple[str, ...
 
 
 class FastIndex:
-    """Per-policy matching structures for the fast path (built once at compile time)."""
+    """Per-policy matching structures for the fast path (built once at compile time).
+
+    Rule sets are Python ints used as bit sets (bit i is `rules[i]`, and `rules`
+    is in evaluation order): a union, an intersection or an emptiness test is one
+    C operation, where frozensets cost an allocation each (bench/policy_eval.py).
+    """
 
     def __init__(self, rules: tuple[CRule, ...]) -> None:
         self.rules = rules
@@ -85,32 +90,80 @@ class FastIndex:
                     table.setdefault(t.casefold() if r.restrictive else t, []).append(i)
             else:
                 self.scoped.append(i)
-        self.texts: dict[str, frozenset[int]] = {}
-        self.plans: dict[tuple[str, ...], Plan] = {}
 
-    def arg_hits(self, text: str) -> frozenset[int]:
+        def mask(pick: Callable[[int, CRule], bool]) -> int:
+            return sum(1 << i for i, r in enumerate(rules) if pick(i, r))
+
+        kinds = self.kinds
+        self.values_restrictive = mask(lambda i, r: bool(kinds[i] & VALUES) and r.restrictive)
+        self.values_canonical = mask(lambda i, r: bool(kinds[i] & VALUES) and not r.restrictive)
+        self.uri_restrictive = mask(lambda i, r: bool(kinds[i] & URI) and r.restrictive)
+        self.uri_canonical = mask(lambda i, r: bool(kinds[i] & URI) and not r.restrictive)
+        self.key_rules = mask(lambda i, r: bool(kinds[i] & KEYS))
+        self.env_rules = mask(lambda i, r: bool(kinds[i] & ENV))
+        self.window_rules = mask(lambda i, r: r.window is not None)
+        #: Rules whose match still depends on the call beyond its texts.
+        self.finish_rules = mask(lambda i, r: r.context is not None or bool(r.constraints))
+        self.redact_rules = mask(lambda i, r: r.action == "redact")
+        self.texts: dict[str, int] = {}
+        #: Rules matched by any key of a call's argument keys, by the keys' tuple.
+        self.key_sets: dict[tuple[tuple[str, str], ...], int] = {}
+        self.plans: dict[tuple[str, ...], Plan] = {}
+        #: Decisions by (plan, rules matched, constraint failures[, argument keys]).
+        self.memo: dict[Any, Decision] = {}
+        #: (the `now` it was computed for, rules outside their time window then).
+        self.outside: tuple[object, int] = (None, 0)
+
+    def arg_hits(self, text: str) -> int:
+        """Rules (as a bit set) whose values match one argument-level text."""
         hits = self.texts.get(text)
         if hits is None:
-            hits = self.arg_set.match(text)
-            if self.fallback:
-                extra = [i for i in self.fallback if self.kinds[i] and self.rules[i].matches_text(text)]
-                if extra:
-                    hits = hits | frozenset(extra)
+            hits = 0
+            for i in self.arg_set.match(text):
+                hits |= 1 << i
+            for i in self.fallback:
+                if self.kinds[i] and self.rules[i].matches_text(text):
+                    hits |= 1 << i
             if len(self.texts) >= _CACHE_SIZE:
                 self.texts.clear()
-            self.texts[text] = hits or _EMPTY
+            self.texts[text] = hits
         return hits
+
+    def outside_window(self, ctx: Context) -> int:
+        """Rules outside their time window at `ctx.now`, recomputed when `now` changes."""
+        now, outside = self.outside
+        if now is not ctx.now:
+            outside = 0
+            m = self.window_rules
+            while m:
+                low = m & -m
+                i = low.bit_length() - 1
+                m ^= low
+                window = self.rules[i].window
+                if window is not None and not window.contains(ctx.now):
+                    outside |= low
+            self.outside = (ctx.now, outside)
+        return outside
 
 
 class Plan:
     """What is already known about every call of one shape."""
 
-    __slots__ = ("allowlisted", "arg_scope", "name_hits")
+    __slots__ = ("allowlisted", "arg_mask", "arg_scope", "decision", "name_hits", "name_mask")
 
-    def __init__(self, name_hits: tuple[CRule, ...], arg_scope: frozenset[int], allowlisted: bool) -> None:
+    def __init__(self, name_hits: tuple[CRule, ...], arg_scope: frozenset[int], allowlisted: bool,
+                 index: FastIndex) -> None:
         self.name_hits = name_hits
         self.arg_scope = arg_scope
         self.allowlisted = allowlisted
+        self.name_mask = 0
+        for rule in name_hits:
+            self.name_mask |= 1 << index.rules.index(rule)
+        self.arg_mask = 0
+        for i in arg_scope:
+            self.arg_mask |= 1 << i
+        #: The decision of every call of this shape, when nothing else can change it.
+        self.decision: Decision | None = None
 
 
 def build_plan(index: FastIndex, call: Call, allowlisted: bool, corp_allow: bool,
@@ -145,37 +198,49 @@ def build_plan(index: FastIndex, call: Call, allowlisted: bool, corp_allow: bool
             name_hits.append(rule)
         elif index.kinds[i] and (names is None or rule.target in ("process", "resource")):
             arg_scope.add(i)
-    return Plan(tuple(name_hits), frozenset(arg_scope), allowlisted)
+    return Plan(tuple(name_hits), frozenset(arg_scope), allowlisted, index)
 
 
-def fast_matches(index: FastIndex, plan: Plan, facts: Facts) -> list[CRule]:
-    """Rules whose target matched this call's arguments."""
-    scope = plan.arg_scope
-    if not scope:
-        return []
-    found: set[int] = set()
-    kinds = index.kinds
-    rules = index.rules
+def fast_matches(index: FastIndex, plan: Plan, facts: Facts) -> int:
+    """Rules (as a bit set) whose target matched this call's arguments."""
+    scope = plan.arg_mask
+    found = 0
     arg_hits = index.arg_hits
+    texts = index.texts
+    restrictive = index.values_restrictive & scope
+    canonical_only = index.values_canonical & scope
+    uri_scope = (index.uri_restrictive | index.uri_canonical) & scope
     for v in facts.values:
         canonical = v.canonical
         for text in v.variants:
-            hits = arg_hits(text)
-            if hits:
-                for i in hits & scope:
-                    k = kinds[i]
-                    if (k & VALUES or (k & URI and v.path == "uri")) and \
-                            (rules[i].restrictive or text == canonical):
-                        found.add(i)
-    for _, key in facts.keys:
-        hits = arg_hits(key)
-        if hits:
-            found.update(i for i in hits & scope if kinds[i] & KEYS)
-    for key in facts.env_keys:
-        hits = arg_hits(key)
-        if hits:
-            found.update(i for i in hits & scope if kinds[i] & ENV)
-    return [rules[i] for i in sorted(found)]
+            hits = texts.get(text)
+            if hits is None:
+                hits = arg_hits(text)
+            if hits & scope:
+                found |= hits & (restrictive | canonical_only) if text == canonical else hits & restrictive
+                if uri_scope and v.path == "uri":
+                    found |= hits & (index.uri_restrictive | (index.uri_canonical if text == canonical else 0)) \
+                        & scope
+    key_scope = index.key_rules & scope
+    if key_scope:
+        # Calls to one tool mostly carry the same argument keys: one lookup for all.
+        hits = index.key_sets.get(facts.keys)
+        if hits is None:
+            hits = 0
+            for _, key in facts.keys:
+                hits |= arg_hits(key)
+            if len(index.key_sets) >= _PLAN_CACHE_SIZE:
+                index.key_sets.clear()
+            index.key_sets[facts.keys] = hits
+        found |= hits & key_scope
+    env_scope = index.env_rules & scope
+    if env_scope:
+        for key in facts.env_keys:
+            hits = texts.get(key)
+            if hits is None:
+                hits = arg_hits(key)
+            found |= hits & env_scope
+    return found
 
 
 def plan_for(policy: CompiledPolicy, facts: Facts,
@@ -203,42 +268,57 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context,
                 in_scope: Callable[[CRule, Call], bool]) -> Decision:
     index: FastIndex = policy.fast
     call = facts.call
-    plan = plan_for(policy, facts, allowlisted_fn, name_texts, in_scope)
-    if plan.arg_scope:
-        candidates = list(plan.name_hits) + fast_matches(index, plan, facts)
-        candidates.sort(key=_order)
-    else:
-        candidates = list(plan.name_hits)
-    matched = []
-    signature: list[object] = []
-    redacts = False
-    for rule in candidates:
-        if rule.window is None and rule.context is None and not rule.constraints:
-            status, detail = "matched", ""
-        else:
-            status, detail = finish(rule, facts, ctx, "")
-        if status == "matched":
-            matched.append((rule, status, detail))
-            signature.append(rule.order)
-            redacts = redacts or rule.action == "redact"
-        elif status == "constraint-failed":
-            matched.append((rule, status, detail))
-            signature.append((rule.order, detail))
-    # A Decision is a function of which rules matched (and, for redaction and the
-    # allowlist reason, of the argument keys and tool name): reuse equal ones.
-    memo_key = (tuple(signature), facts.keys if redacts else None, call.name if plan.allowlisted else None)
-    memo: dict[Any, Decision] = policy.memo
+    plan = index.plans.get((call.method, call.server, call.name, call.description, call.client, call.agent))
+    if plan is None:
+        plan = plan_for(policy, facts, allowlisted_fn, name_texts, in_scope)
+    if plan.decision is not None:
+        return plan.decision
+    found = plan.name_mask
+    if plan.arg_mask:
+        found |= fast_matches(index, plan, facts)
+    if found & index.window_rules:
+        found &= ~index.outside_window(ctx)
+    # A Decision is a function of which rules matched, how constraints failed and,
+    # for redaction, of the argument keys (the plan fixes the tool name).
+    failures: tuple[tuple[int, str], ...] = ()
+    pending = found & index.finish_rules
+    if pending:
+        rules = index.rules
+        failed: list[tuple[int, str]] = []
+        while pending:
+            low = pending & -pending
+            pending ^= low
+            status, detail = finish(rules[low.bit_length() - 1], facts, ctx, "")
+            if status == "constraint-failed":
+                failed.append((low, detail))
+            elif status != "matched":
+                found ^= low
+        failures = tuple(failed)
+    memo_key: Any = (plan, found, failures, facts.keys) if found & index.redact_rules else (plan, found, failures)
+    memo = index.memo
     decision = memo.get(memo_key)
     if decision is None:
-        decision = decide(policy, matched, None, facts, allowlisted=plan.allowlisted, implicit=None)
+        decision = _decide_mask(policy, plan, facts, found, dict(failures), decide)
         if len(memo) >= _PLAN_CACHE_SIZE:
             memo.clear()
         memo[memo_key] = decision
+        if not plan.arg_mask and not plan.name_mask & (index.window_rules | index.finish_rules):
+            plan.decision = decision
     return decision
 
 
-def _order(rule: CRule) -> int:
-    return rule.order
+def _decide_mask(policy: CompiledPolicy, plan: Plan, facts: Facts, found: int, failures: dict[int, str],
+                 decide: Callable[..., Decision]) -> Decision:
+    index: FastIndex = policy.fast
+    matched = []
+    m = found
+    while m:
+        low = m & -m
+        m ^= low
+        rule = index.rules[low.bit_length() - 1]
+        detail = failures.get(low)
+        matched.append((rule, "matched", "") if detail is None else (rule, "constraint-failed", detail))
+    return decide(policy, matched, None, facts, allowlisted=plan.allowlisted, implicit=None)
 
 
 __all__ = ["FastIndex", "Plan", "build_plan", "decide_fast", "fast_matches", "plan_for", "text_kinds"]
