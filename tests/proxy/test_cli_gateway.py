@@ -8,6 +8,8 @@ uses, checked for all its servers becoming ready.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -50,3 +52,20 @@ def test_the_example_configuration_of_make_run_starts_every_server(tmp_path: Pat
     finally:
         g.stop()
     assert MCPWALL
+
+
+def test_a_gateway_does_not_load_the_mcp_sdk_it_never_uses(tmp_path: Path) -> None:
+    """The SDK (~55 MiB of modules) serves `mcpwall mcp` and the built-in servers, not the gateway."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "policy.yaml").write_text(PERMISSIVE)
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from mcpwall.cli._proxy import _settings\n"
+        "from mcpwall.proxy import build\n"
+        f"settings = _settings(Path({str(home)!r}), None, (), False, '127.0.0.1', 0, False, None, (), (), None, ())\n"
+        "build(settings)\n"
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

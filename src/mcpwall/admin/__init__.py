@@ -10,13 +10,27 @@ alone needs (live rules, timeline, verify-audit) is `_api`, mounted at
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from mcpwall.admin._api import PREFIX, AdminApi, AdminApiStage, admin_api_plugin, app_wrapper
 from mcpwall.admin._client import AdminCallError, GatewayClient
 from mcpwall.admin._rules import ORIGIN, LiveRules, RuleConflict
-from mcpwall.admin._server import create_server
+
+if TYPE_CHECKING:
+    from mcpwall.admin._server import create_server
 
 #: Where the admin server reads its token from when --token-file is not given.
 TOKEN_ENV = "MCPWALL_GATEWAY_TOKEN"
+
+
+def __getattr__(name: str) -> Any:
+    # The MCP server (`mcpwall mcp`) needs the mcp SDK, about 55 MiB of modules that
+    # a gateway, which only mounts the admin API, never uses: import it on first use.
+    if name == "create_server":
+        from mcpwall.admin._server import create_server
+
+        return create_server
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register() -> None:
