@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from mcpwall.protocol import json_text
+
 
 class StateStore(Protocol):
     """Namespaced key -> JSON object storage."""
@@ -32,13 +34,13 @@ class StateStore(Protocol):
 class MemoryStateStore:
     """A StateStore that lives as long as the process.
 
-    Values are kept as JSON bytes, as a database would keep them: every read
+    Values are kept as JSON text, as a database would keep them: every read
     is a fresh copy (callers may mutate it), and orjson makes that several
     times cheaper than `copy.deepcopy` on the per-call paths that read state.
     """
 
     def __init__(self) -> None:
-        self._data: dict[str, dict[str, bytes]] = {}
+        self._data: dict[str, dict[str, str]] = {}
 
     def get_state(self, namespace: str, key: str) -> dict[str, Any] | None:
         raw = self._data.get(namespace, {}).get(key)
@@ -48,7 +50,7 @@ class MemoryStateStore:
         return {k: orjson.loads(v) for k, v in self._data.get(namespace, {}).items()}
 
     def put_state(self, namespace: str, key: str, value: dict[str, Any]) -> None:
-        self._data.setdefault(namespace, {})[key] = orjson.dumps(value, default=str)
+        self._data.setdefault(namespace, {})[key] = json_text(value, default=str)
 
     def delete_state(self, namespace: str, key: str) -> None:
         self._data.get(namespace, {}).pop(key, None)

@@ -269,8 +269,18 @@ async def test_a_gateway_without_a_ledger_shows_its_calls_from_memory(tmp_path: 
             rows = (await http.get("/api/calls")).json()["rows"]
             assert [(r["tool"], r["decision"], r["rule_ids"]) for r in rows] == [("get-env", "deny", ["no-env"])]
             assert rows[0]["owasp"] == ["LLM02:2025"]
+            assert rows[0]["preview"] == "{}"
             stats = (await http.get("/api/stats")).json()
             assert (stats["calls"], stats["blocked"]) == (1, 1)
+            # The preview is made when the row is read, and still masks what DLP recognises.
+            token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+            await gateway.handle_request(session, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": "ev__echo", "arguments": {"message": f"key {token}"}}})
+            rows = (await http.get("/api/calls")).json()["rows"]
+            assert rows[0]["tool"] == "echo"
+            assert token not in rows[0]["preview"]
+            assert "[REDACTED-github-token]" in rows[0]["preview"]
+            assert (await http.get("/api/stats")).json()["calls"] == 2
             # No token exists on an insecure gateway: scripts need no credential, Origin checks still apply.
             assert (await http.post("/api/simulate", json={"tool": "echo"})).status_code == 200
             assert (await http.post("/api/simulate", json={"tool": "echo"},

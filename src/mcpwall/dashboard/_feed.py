@@ -27,9 +27,9 @@ import orjson
 
 from mcpwall.approvals import mask_secrets, safe_arguments
 from mcpwall.dashboard._stats import Stats, is_redacted, row_time
-from mcpwall.ledger import LedgerQuery, Page, parse_cursor
+from mcpwall.ledger import LedgerQuery, Page, iso, parse_cursor
 from mcpwall.metrics import decision_word
-from mcpwall.notify import iso
+from mcpwall.protocol import json_text
 
 if TYPE_CHECKING:
     from mcpwall.dashboard._console import Console
@@ -85,14 +85,23 @@ class MemoryRows:
         rows = [r for r in self.rows if keep(r)]
         if q.order == "desc":
             rows.reverse()
-        rows = rows[: q.limit]
+        rows = [preview_row(r) for r in rows[: q.limit]]
         cursor = (f"asc:{rows[-1]['seq'] if rows else after or 0}" if q.order == "asc"
                   else (f"desc:{rows[-1]['seq']}" if len(rows) == q.limit else None))
         return Page(rows, cursor, q.order)
 
 
+#: Arguments up to this size (JSON) are kept as text and previewed when a dashboard reads the row.
+_LAZY_ARGS_BYTES = 4096
+
+
 def row_from_context(ctx: RequestContext) -> dict[str, Any]:
-    """A ledger-shaped row for a finished tools/call (gateways without a ledger)."""
+    """A ledger-shaped row for a finished tools/call (gateways without a ledger).
+
+    Runs for every call, dashboard open or not, so the preview (redaction, DLP
+    masking) waits until someone reads the row: small arguments are kept as
+    JSON text (immutable, bounded) and previewed by `preview_row`.
+    """
     decision = ctx.decision
     args = ctx.params.get("arguments")
     response = ctx.response or {}
@@ -101,14 +110,34 @@ def row_from_context(ctx: RequestContext) -> dict[str, Any]:
     data: dict[str, Any] = given if isinstance(given, dict) else {}
     rule_ids = list(data.get("rule_ids") or (decision.rule_ids if decision else ()))
     reasons = list(data.get("reasons") or (decision.reasons if decision else ()))
-    return {"ts": iso(ctx.started_wall), "server_name": ctx.server, "tool_name": ctx.target, "method": ctx.method,
-            "decision": decision_word(ctx), "outcome": ctx.outcome, "rule_ids": rule_ids, "reasons": reasons,
-            "duration_ms": round((time.perf_counter() - ctx.started) * 1000, 3), "client": ctx.session.client_name,
-            "agent_id": ctx.session.agent, "session_id": ctx.session.id,
-            "request_preview": _cut(safe_arguments(args if isinstance(args, dict) else {},
-                                                   decision.redacted_keys if decision else ()), 512),
-            "error_message": ctx.error_message, "redacted_keys": list(decision.redacted_keys) if decision else [],
-            "dlp": ctx.notes.get("dlp") or {}}
+    redacted = list(decision.redacted_keys) if decision else []
+    args = args if isinstance(args, dict) else {}
+    row = {"ts": iso(ctx.started_wall), "server_name": ctx.server, "tool_name": ctx.target, "method": ctx.method,
+           "decision": decision_word(ctx), "outcome": ctx.outcome, "rule_ids": rule_ids, "reasons": reasons,
+           "duration_ms": round((time.perf_counter() - ctx.started) * 1000, 3), "client": ctx.session.client_name,
+           "agent_id": ctx.session.agent, "session_id": ctx.session.id, "error_message": ctx.error_message,
+           "redacted_keys": redacted, "dlp": ctx.notes.get("dlp") or {}}
+    try:
+        raw = json_text(args)
+    except TypeError:
+        raw = None
+    if raw is not None and len(raw) <= _LAZY_ARGS_BYTES:
+        row[_PENDING] = raw
+    else:
+        row["request_preview"] = _cut(safe_arguments(args, redacted), 512)
+    return row
+
+
+_PENDING = "_arguments_json"
+
+
+def preview_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Fill in the request preview of a row from `row_from_context` (idempotent)."""
+    raw = row.get(_PENDING)
+    if raw is not None:
+        row["request_preview"] = _cut(safe_arguments(orjson.loads(raw), row.get("redacted_keys") or ()), 512)
+        row.pop(_PENDING, None)
+    return row
 
 
 class Feed:
@@ -210,9 +239,9 @@ class Feed:
     def record(self, ctx: RequestContext) -> None:
         """A finished tools/call of a gateway without a ledger."""
         row = self.memory.add(row_from_context(ctx))
-        self.stats.add(row)
+        self.stats.add(row, ctx.started_wall)
         if self._subscribers:
-            self.publish("call", self.present(row, self.console.rule_badges()))
+            self.publish("call", self.present(preview_row(row), self.console.rule_badges()))
 
     def snapshot(self) -> dict[str, Any]:
         return self.stats.snapshot(time.time(), len(self.console.book.pending()))
@@ -279,4 +308,4 @@ class Feed:
             self._poller = None
 
 
-__all__ = ["BACKLOG_ROWS", "Feed", "MemoryRows", "row_from_context"]
+__all__ = ["BACKLOG_ROWS", "Feed", "MemoryRows", "preview_row", "row_from_context"]

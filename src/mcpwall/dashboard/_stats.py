@@ -70,7 +70,8 @@ class Stats:
     def __len__(self) -> int:
         return self._count
 
-    def add(self, row: Mapping[str, Any]) -> None:
+    def add(self, row: Mapping[str, Any], at: float | None = None) -> None:
+        """Fold one row in; `at` is its time in epoch seconds when the caller has it (saves parsing `ts`)."""
         if row.get("method", "tools/call") != "tools/call":
             return
         seq = row.get("seq")
@@ -84,7 +85,7 @@ class Stats:
             self._count -= 1
         i = (self._head + self._count) % self.max_rows
         duration = row.get("duration_ms")
-        self._time[i] = row_time(row.get("ts"))
+        self._time[i] = row_time(row.get("ts")) if at is None else at
         self._duration[i] = float(duration) if isinstance(duration, int | float) else math.nan
         self._flags[i] = (row.get("decision") in BLOCKED) | (is_redacted(row) << 1)
         self._count += 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 from mcpwall.ledger._backend import LedgerLocation, parse_url
 from mcpwall.ledger._chain import KEY_ENV, checkpoint_path, key_path, load_key
 from mcpwall.ledger._errors import LedgerConfigError, LedgerError, LedgerUnavailable
-from mcpwall.ledger._event import Event, RuleInfo
+from mcpwall.ledger._event import Event, RuleInfo, iso
 from mcpwall.ledger._ledger import Ledger, open_ledger
 from mcpwall.ledger._options import LedgerOptions
 from mcpwall.ledger._query import LedgerQuery, Page, parse_cursor, parse_time
@@ -41,6 +41,7 @@ __all__ = [
     "VerifyReport",
     "checkpoint_path",
     "entry_from_row",
+    "iso",
     "js_stringify",
     "key_path",
     "load_key",

@@ -128,6 +128,16 @@ def dumps(msg: Message) -> bytes:
     return orjson.dumps(msg)
 
 
+def json_text(value: Any, *, sort_keys: bool = False, default: Any = None) -> str:
+    """JSON of `value` as text, for what stays in memory (memo keys, stored state).
+
+    orjson's `bytes` results each hold an allocation of about 4 KiB, however short
+    the JSON (5,000 kept two-key objects: 21 MiB against 0.1 MiB as `str`); the
+    decoded copy is exact-sized. Raises TypeError for what JSON cannot express.
+    """
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None, default=default).decode()
+
+
 __all__ = [
     "LATEST_VERSION",
     "MAX_MESSAGE_BYTES",
@@ -140,6 +150,7 @@ __all__ = [
     "classify",
     "dumps",
     "error",
+    "json_text",
     "notification",
     "parse",
     "result",

@@ -126,7 +126,10 @@ async def serve_http(built: Built, ready: Callable[[str], None] | None = None,
     config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", access_log=False,
                             log_level="warning", loop="uvloop" if _has("uvloop") else "asyncio",
                             http="httptools" if _has("httptools") else "h11", timeout_graceful_shutdown=5,
-                            limit_concurrency=4096, backlog=2048)
+                            limit_concurrency=4096, backlog=2048,
+                            # X-Forwarded-For from loopback would let any local process pick the
+                            # peer address the rate limit and the ledger see; and a layer less per request.
+                            proxy_headers=False, server_header=False)
     server = uvicorn.Server(config)
     _install_reload(built)
 

@@ -26,12 +26,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from mcpwall.policy import forms
+from mcpwall.protocol import json_text
 from mcpwall.security._json import strings
 from mcpwall.security._paths import SECRET_FILES, looks_like_path, sensitive, system_path
 
@@ -100,7 +100,7 @@ class SchemaCache:
             return []
         try:
             memo_key: tuple[Any, ...] | None = (self._key(server, tool, schema),
-                                                orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS))
+                                                json_text(arguments, sort_keys=True))
         except TypeError:
             memo_key = None
         if memo_key is not None and (hit := self._checked.get(memo_key)) is not None:

@@ -27,9 +27,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import orjson
-
-from mcpwall.protocol import ErrorCode
+from mcpwall.protocol import ErrorCode, json_text
 from mcpwall.security._stagekit import StageConfig, arguments, enforce, parse, stage_block, tool_description
 from mcpwall.security.judge import JudgeError, Opinion, RemoteJudge, heuristic, stricter
 from mcpwall.stages._base import Reject, RequestContext, Stage
@@ -67,7 +65,7 @@ class JudgeStage(Stage):
         self.denied = 0
         self.warned = 0
         self.fallbacks = 0
-        self._memo: dict[tuple[str, str, bytes], Opinion] = {}
+        self._memo: dict[tuple[str, str, str], Opinion] = {}
 
     async def stop(self) -> None:
         if self.remote is not None:
@@ -77,7 +75,7 @@ class JudgeStage(Stage):
         """The heuristics are a pure function of the call: identical calls (agents repeat them)
         are judged once; the memo is bounded."""
         try:
-            key = (tool, description, orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
+            key = (tool, description, json_text(args, sort_keys=True))
         except TypeError:
             return heuristic(tool, args, description, deny_score=self.config.denyScore,
                              warn_score=self.config.warnScore)
