@@ -123,3 +123,26 @@ async def test_an_open_circuit_shows_in_the_circuit_state(tmp_path: Path) -> Non
         assert families["mcpwall_circuit_failures"].samples[0].value == breaker.threshold
         breaker.success()
         await asyncio.sleep(0)
+
+
+def test_latency_histograms_are_cumulative_and_agree_with_their_count_and_sum() -> None:
+    m = GatewayMetrics()
+    waits = [0.0002, 0.0007, 0.0007, 0.003, 0.2, 45.0, 400.0]  # the last one past every bound
+    for wait in waits:
+        ctx = _ctx("echo")
+        ctx.upstream_ms = wait * 500
+        m.observe(ctx, ctx.started + wait)
+    family = _families(m.render().decode())["mcpwall_tool_call_duration_seconds"]
+    buckets = {s.labels["le"]: s.value for s in _samples(family, "_bucket") if s.labels["server"] == "ev"}
+    assert buckets["0.0005"] == 1
+    assert buckets["0.001"] == 3
+    assert buckets["0.005"] == 4
+    assert buckets["0.25"] == 5
+    assert buckets["60.0"] == 6
+    assert buckets["300.0"] == 6
+    assert buckets["+Inf"] == len(waits) == _samples(family, "_count")[0].value
+    assert _samples(family, "_sum")[0].value == pytest.approx(sum(waits))
+    counts = [buckets[le] for le in sorted(buckets, key=lambda le: float(le))]
+    assert counts == sorted(counts)
+    upstream = _families(m.render().decode())["mcpwall_upstream_duration_seconds"]
+    assert _samples(upstream, "_sum")[0].value == pytest.approx(sum(waits) / 2)
