@@ -254,7 +254,8 @@ class HttpFrontend:
                              extra: list[tuple[bytes, bytes]]) -> None:
         """Answer with JSON, or upgrade to SSE as soon as a related message must go first."""
         streaming = False
-        lock = asyncio.Lock()
+        # Made by the first related message: most requests have none, and answer without it.
+        lock: asyncio.Lock | None = None
         handler = asyncio.current_task()
         watcher: asyncio.Task[None] | None = None
 
@@ -267,7 +268,9 @@ class HttpFrontend:
                     return
 
         async def emit(related: Message) -> None:
-            nonlocal streaming, watcher
+            nonlocal streaming, watcher, lock
+            if lock is None:
+                lock = asyncio.Lock()
             async with lock:
                 if not streaming:
                     streaming = True
@@ -284,14 +287,22 @@ class HttpFrontend:
         finally:
             if watcher is not None:
                 watcher.cancel()
+        if lock is None:
+            await self._answer(send, response, extra)
+            return
         async with lock:
             if streaming:
                 body = _sse_event(response) if response is not None else b""
                 await send({"type": "http.response.body", "body": body, "more_body": False})
-            elif response is None:
-                await _reply(send, 202, b"", extra)
             else:
-                await _reply(send, _status_for(response), orjson.dumps(response), _JSON + extra)
+                await self._answer(send, response, extra)
+
+    @staticmethod
+    async def _answer(send: Send, response: Message | None, extra: list[tuple[bytes, bytes]]) -> None:
+        if response is None:
+            await _reply(send, 202, b"", extra)
+        else:
+            await _reply(send, _status_for(response), orjson.dumps(response), _JSON + extra)
 
     async def _get_stream(self, receive: Receive, send: Send, session: Session | None,
                           headers: dict[str, str]) -> None:
