@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 VALUES, KEYS, ENV, URI = 1, 2, 4, 8
 _CACHE_SIZE = 65536
 _PLAN_CACHE_SIZE = 8192
-_EMPTY: frozenset[int] = frozenset()
+#: Targets whose rules look at a call's names (tool, description, server, URI, prompt).
+_NAME_LEVEL = frozenset({"command", "process", "tool", "server", "resource", "prompt"})
 
 
 def text_kinds(rule: CRule) -> int:
@@ -105,6 +106,19 @@ class FastIndex:
         #: Rules whose match still depends on the call beyond its texts.
         self.finish_rules = mask(lambda i, r: r.context is not None or bool(r.constraints))
         self.redact_rules = mask(lambda i, r: r.action == "redact")
+        # How build_plan sorts the rules in scope of a call shape, without looking at
+        # each: rules with no target match every call; argument-level rules (and every
+        # redact rule: seatbelt's name argument keys) only ever match arguments; the
+        # few name-level rules are checked against the call's names.
+        self.unscoped_mask = sum(1 << i for i in self.unscoped)
+        self.by_tool_mask = {t: sum(1 << i for i in ids) for t, ids in self.by_tool.items()}
+        self.by_folded_mask = {t: sum(1 << i for i in ids) for t, ids in self.by_folded_tool.items()}
+        self.targetless = mask(lambda i, r: r.target is None)
+        self.argument_level = mask(lambda i, r: r.target is not None and bool(kinds[i])
+                                   and (r.action == "redact" or r.target not in _NAME_LEVEL))
+        self.name_level = mask(lambda i, r: r.target in _NAME_LEVEL and r.action != "redact")
+        self.profile_restrictive = mask(lambda i, r: r.action in ("deny", "ask", "warn") and r.layer == "profile")
+        self.corp_restrictive = mask(lambda i, r: r.action in ("deny", "ask", "warn") and r.layer == "corp")
         self.texts: dict[str, int] = {}
         #: Rules matched by any key of a call's argument keys, by the keys' tuple.
         self.key_sets: dict[tuple[tuple[str, str], ...], int] = {}
@@ -149,56 +163,77 @@ class FastIndex:
 class Plan:
     """What is already known about every call of one shape."""
 
-    __slots__ = ("allowlisted", "arg_mask", "arg_scope", "decision", "name_hits", "name_mask")
+    __slots__ = ("allowlisted", "any_spelling", "arg_mask", "canonical", "decision", "env_scope", "key_scope",
+                 "name_mask", "rules", "uri_any_spelling", "uri_canonical")
 
-    def __init__(self, name_hits: tuple[CRule, ...], arg_scope: frozenset[int], allowlisted: bool,
-                 index: FastIndex) -> None:
-        self.name_hits = name_hits
-        self.arg_scope = arg_scope
+    def __init__(self, name_mask: int, arg_mask: int, allowlisted: bool, index: FastIndex) -> None:
+        self.name_mask = name_mask
+        self.arg_mask = arg_mask
         self.allowlisted = allowlisted
-        self.name_mask = 0
-        for rule in name_hits:
-            self.name_mask |= 1 << index.rules.index(rule)
-        self.arg_mask = 0
-        for i in arg_scope:
-            self.arg_mask |= 1 << i
+        self.rules = index.rules
+        # What a value's text can match, by spelling: restrictive rules see every
+        # spelling, permissive ones only the canonical one (see `_evaluate._texts`).
+        self.any_spelling = index.values_restrictive & arg_mask
+        self.canonical = (index.values_restrictive | index.values_canonical) & arg_mask
+        self.uri_any_spelling = index.uri_restrictive & arg_mask
+        self.uri_canonical = (index.uri_restrictive | index.uri_canonical) & arg_mask
+        self.key_scope = index.key_rules & arg_mask
+        self.env_scope = index.env_rules & arg_mask
         #: The decision of every call of this shape, when nothing else can change it.
         self.decision: Decision | None = None
+
+    @property
+    def name_hits(self) -> tuple[CRule, ...]:
+        """Rules that match every call of this shape on its names (or have no target)."""
+        return tuple(self.rules[i] for i in bits(self.name_mask))
+
+    @property
+    def arg_scope(self) -> frozenset[int]:
+        """Indices of the rules that may still match on the call's arguments."""
+        return frozenset(bits(self.arg_mask))
+
+
+def bits(mask: int) -> list[int]:
+    """The indices of the set bits, in order."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
 
 
 def build_plan(index: FastIndex, call: Call, allowlisted: bool, corp_allow: bool,
                name_texts: Callable[[CRule, Call], tuple[str, ...] | None],
                in_scope: Callable[[CRule, Call], bool]) -> Plan:
-    candidates = set(index.unscoped)
-    candidates.update(index.by_tool.get(call.name, ()))
-    candidates.update(index.by_folded_tool.get(call.name.casefold(), ()))
-    candidates.update(i for i in index.scoped if in_scope(index.rules[i], call))
+    candidates = index.unscoped_mask | index.by_tool_mask.get(call.name, 0) \
+        | index.by_folded_mask.get(call.name.casefold(), 0)
+    for i in index.scoped:
+        if in_scope(index.rules[i], call):
+            candidates |= 1 << i
+    if allowlisted:
+        candidates &= ~index.profile_restrictive
+    if corp_allow:
+        candidates &= ~index.corp_restrictive
+    name_mask = candidates & index.targetless
+    arg_mask = candidates & index.argument_level
     by_name: dict[str, frozenset[int]] = {}
-    name_hits: list[CRule] = []
-    arg_scope: set[int] = set()
-    for i in sorted(candidates):
+    for i in bits(candidates & index.name_level):
         rule = index.rules[i]
-        if rule.action in ("deny", "ask", "warn") and (
-                (rule.layer == "profile" and allowlisted) or (rule.layer == "corp" and corp_allow)):
-            continue
-        if rule.target is None:
-            name_hits.append(rule)
-            continue
-        names = None if rule.action == "redact" else name_texts(rule, call)
+        names = name_texts(rule, call)
         matched = False
-        if names:
-            for text in names:
-                hits = by_name.get(text)
-                if hits is None:
-                    hits = by_name[text] = index.name_set.match(text)
-                if i in hits or (rule.matcher is not None and rule.matcher.fallback and rule.matches_text(text)):
-                    matched = True
-                    break
+        for text in names or ():
+            hits = by_name.get(text)
+            if hits is None:
+                hits = by_name[text] = index.name_set.match(text)
+            if i in hits or (rule.matcher is not None and rule.matcher.fallback and rule.matches_text(text)):
+                matched = True
+                break
         if matched:
-            name_hits.append(rule)
-        elif index.kinds[i] and (names is None or rule.target in ("process", "resource")):
-            arg_scope.add(i)
-    return Plan(tuple(name_hits), frozenset(arg_scope), allowlisted, index)
+            name_mask |= 1 << i
+        elif index.kinds[i] and rule.target in ("process", "resource"):
+            arg_mask |= 1 << i
+    return Plan(name_mask, arg_mask, allowlisted, index)
 
 
 def fast_matches(index: FastIndex, plan: Plan, facts: Facts) -> int:
@@ -207,9 +242,8 @@ def fast_matches(index: FastIndex, plan: Plan, facts: Facts) -> int:
     found = 0
     arg_hits = index.arg_hits
     texts = index.texts
-    restrictive = index.values_restrictive & scope
-    canonical_only = index.values_canonical & scope
-    uri_scope = (index.uri_restrictive | index.uri_canonical) & scope
+    any_spelling, canonical_only = plan.any_spelling, plan.canonical
+    uri = plan.uri_canonical
     for v in facts.values:
         canonical = v.canonical
         for text in v.variants:
@@ -217,11 +251,10 @@ def fast_matches(index: FastIndex, plan: Plan, facts: Facts) -> int:
             if hits is None:
                 hits = arg_hits(text)
             if hits & scope:
-                found |= hits & (restrictive | canonical_only) if text == canonical else hits & restrictive
-                if uri_scope and v.path == "uri":
-                    found |= hits & (index.uri_restrictive | (index.uri_canonical if text == canonical else 0)) \
-                        & scope
-    key_scope = index.key_rules & scope
+                found |= hits & (canonical_only if text == canonical else any_spelling)
+                if uri and v.path == "uri":
+                    found |= hits & (uri if text == canonical else plan.uri_any_spelling)
+    key_scope = plan.key_scope
     if key_scope:
         # Calls to one tool mostly carry the same argument keys: one lookup for all.
         hits = index.key_sets.get(facts.keys)
@@ -233,7 +266,7 @@ def fast_matches(index: FastIndex, plan: Plan, facts: Facts) -> int:
                 index.key_sets.clear()
             index.key_sets[facts.keys] = hits
         found |= hits & key_scope
-    env_scope = index.env_rules & scope
+    env_scope = plan.env_scope
     if env_scope:
         for key in facts.env_keys:
             hits = texts.get(key)
