@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mcpwall.policy import Call, Context, evaluate, local_now, prepare, redact_arguments
+from mcpwall.policy import Call, Context, Decision, evaluate, local_now, prepare, redact_arguments
 from mcpwall.protocol import ErrorCode
 from mcpwall.stages._base import Reject, RequestContext, Stage
 from mcpwall.stages.hooks import run_hooks
@@ -59,6 +59,11 @@ def render(template: Any, arguments: dict[str, Any]) -> Any:
     return template
 
 
+def _error_data(decision: Decision) -> dict[str, Any]:
+    return {"reasons": list(decision.reasons), "rule_ids": list(decision.rule_ids),
+            "revision": decision.revision, "mode": decision.mode}
+
+
 class PolicyStage(Stage):
     name = "policy"
 
@@ -76,15 +81,15 @@ class PolicyStage(Stage):
         ctx.decision = decision
         ctx.timeout_ms = decision.timeout_ms
         self.counts[decision.action] = self.counts.get(decision.action, 0) + 1
-        data = {"reasons": list(decision.reasons), "rule_ids": list(decision.rule_ids),
-                "revision": decision.revision, "mode": decision.mode}
         if decision.action == "deny":
-            return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + "; ".join(decision.reasons), data)
+            return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + "; ".join(decision.reasons),
+                          _error_data(decision))
         if decision.action == "ask":
             approvals = getattr(ctx.gateway, "approvals", None)
             if approvals is None:
                 return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: this call needs approval and no approval "
-                              "channel is running", {**data, "approval": "unavailable"}, outcome="ask-denied")
+                              "channel is running", {**_error_data(decision), "approval": "unavailable"},
+                              outcome="ask-denied")
             verdict: Reject | None = await approvals.hold(ctx, decision)
             if verdict is not None:
                 return verdict
