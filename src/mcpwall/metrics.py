@@ -128,6 +128,10 @@ class GatewayMetrics:
         self._tools.add(key)
         return tool
 
+    def _count(self, which: str, labels: tuple[str, ...]) -> None:
+        table = self.counters[which]
+        table[labels] = table.get(labels, 0) + 1
+
     def _observe(self, which: str, label: str, value: float) -> None:
         table = self.histograms[which]
         histogram = table.get(label)
@@ -140,16 +144,12 @@ class GatewayMetrics:
         word = decision_word(ctx)
         method = ctx.method if ctx.method in KNOWN_METHODS else "other"
         elapsed = max(0.0, now - ctx.started)
-        requests = self.counters["requests"]
-        key: tuple[str, ...] = (method, word)
-        requests[key] = requests.get(key, 0) + 1
+        self._count("requests", (method, word))
         self._observe("request_seconds", method, elapsed)
         server = ctx.server or "_gateway"
         if ctx.method == "tools/call":
             name = ctx.target or (ctx.params.get("name") if isinstance(ctx.params.get("name"), str) else "") or ""
-            calls = self.counters["tool_calls"]
-            key = (server, self._tool_label(server, str(name)), word)
-            calls[key] = calls.get(key, 0) + 1
+            self._count("tool_calls", (server, self._tool_label(server, str(name)), word))
             self._observe("call_seconds", server, elapsed)
         if ctx.upstream_ms is not None and ctx.server is not None:
             self._observe("upstream_seconds", ctx.server, ctx.upstream_ms / 1000)

@@ -91,8 +91,10 @@ class MemoryRows:
         return Page(rows, cursor, q.order)
 
 
-#: Arguments up to this size (JSON) are kept as text and previewed when a dashboard reads the row.
+#: Arguments up to this size (JSON) are kept as text, under this key, and previewed when a
+#: dashboard reads the row.
 _LAZY_ARGS_BYTES = 4096
+_PENDING = "_arguments_json"
 
 
 def row_from_context(ctx: RequestContext) -> dict[str, Any]:
@@ -126,9 +128,6 @@ def row_from_context(ctx: RequestContext) -> dict[str, Any]:
     else:
         row["request_preview"] = _cut(safe_arguments(args, redacted), 512)
     return row
-
-
-_PENDING = "_arguments_json"
 
 
 def preview_row(row: dict[str, Any]) -> dict[str, Any]:

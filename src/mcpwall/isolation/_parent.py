@@ -74,7 +74,7 @@ class Aggregator:
             assert self.proc.stdout is not None
             assert self.proc.stderr is not None
             self._tasks = [asyncio.create_task(self._read(self.proc.stdout, self.proc)),
-                           asyncio.create_task(self._stderr(self.proc.stderr))]
+                           asyncio.create_task(log_lines(self.proc.stderr, log, "aggregator"))]
 
     def next_cid(self) -> int:
         return next(self._ids)
@@ -105,9 +105,6 @@ class Aggregator:
             log.exception("aggregator reader failed")
         for conn in list(self.connections.values()):
             conn._lost(reason)
-
-    async def _stderr(self, stderr: asyncio.StreamReader) -> None:
-        await log_lines(stderr, log, "aggregator")
 
     async def stop(self) -> None:
         self._stopping = True

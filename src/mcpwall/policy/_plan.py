@@ -74,21 +74,23 @@ class FastIndex:
                                     if r.target in ("command", "process", "tool", "server", "resource", "prompt")
                                     and r.action != "redact" and r.matcher is not None])
         self.fallback = tuple(i for i, r in enumerate(rules) if r.matcher is not None and r.matcher.fallback)
-        self.unscoped: list[int] = []
-        # Rules scoped only to literal tool names, by exact name (permissive rules)
-        # or by case-folded name (restrictive rules ignore case).
-        self.by_tool: dict[str, list[int]] = {}
-        self.by_folded_tool: dict[str, list[int]] = {}
+        # Where build_plan looks for the rules in scope of a call: rules without a scope,
+        # rules scoped only to literal tool names (by exact name for permissive rules, by
+        # case-folded name for restrictive ones, which ignore case), and the rest, tested.
+        self.unscoped_mask = 0
+        self.by_tool_mask: dict[str, int] = {}
+        self.by_folded_mask: dict[str, int] = {}
         self.scoped: list[int] = []
         for i, r in enumerate(rules):
             has_scope = any(x is not None for x in (r.servers, r.tools, r.methods, r.clients, r.agents))
             literal = _literal_tools(r, r.tool_names)
             if not has_scope:
-                self.unscoped.append(i)
+                self.unscoped_mask |= 1 << i
             elif literal is not None:
-                table = self.by_folded_tool if r.restrictive else self.by_tool
+                table = self.by_folded_mask if r.restrictive else self.by_tool_mask
                 for t in literal:
-                    table.setdefault(t.casefold() if r.restrictive else t, []).append(i)
+                    name = t.casefold() if r.restrictive else t
+                    table[name] = table.get(name, 0) | 1 << i
             else:
                 self.scoped.append(i)
 
@@ -110,9 +112,6 @@ class FastIndex:
         # each: rules with no target match every call; argument-level rules (and every
         # redact rule: seatbelt's name argument keys) only ever match arguments; the
         # few name-level rules are checked against the call's names.
-        self.unscoped_mask = sum(1 << i for i in self.unscoped)
-        self.by_tool_mask = {t: sum(1 << i for i in ids) for t, ids in self.by_tool.items()}
-        self.by_folded_mask = {t: sum(1 << i for i in ids) for t, ids in self.by_folded_tool.items()}
         self.targetless = mask(lambda i, r: r.target is None)
         self.argument_level = mask(lambda i, r: r.target is not None and bool(kinds[i])
                                    and (r.action == "redact" or r.target not in _NAME_LEVEL))
@@ -148,14 +147,10 @@ class FastIndex:
         now, outside = self.outside
         if now is not ctx.now:
             outside = 0
-            m = self.window_rules
-            while m:
-                low = m & -m
-                i = low.bit_length() - 1
-                m ^= low
+            for i in bits(self.window_rules):
                 window = self.rules[i].window
                 if window is not None and not window.contains(ctx.now):
-                    outside |= low
+                    outside |= 1 << i
             self.outside = (ctx.now, outside)
         return outside
 
@@ -281,16 +276,25 @@ def plan_for(policy: CompiledPolicy, facts: Facts,
              name_texts: Callable[[CRule, Call], tuple[str, ...] | None],
              in_scope: Callable[[CRule, Call], bool]) -> Plan:
     """The cached plan for this call's shape."""
+    key = _shape(facts.call)
+    plan = policy.fast.plans.get(key)
+    return plan if plan is not None else _new_plan(policy, facts, key, allowlisted_fn, name_texts, in_scope)
+
+
+def _shape(call: Call) -> tuple[str, ...]:
+    return (call.method, call.server, call.name, call.description, call.client, call.agent)
+
+
+def _new_plan(policy: CompiledPolicy, facts: Facts, key: tuple[str, ...],
+              allowlisted_fn: Callable[[CompiledPolicy, Facts], tuple[bool, bool]],
+              name_texts: Callable[[CRule, Call], tuple[str, ...] | None],
+              in_scope: Callable[[CRule, Call], bool]) -> Plan:
     index: FastIndex = policy.fast
-    call = facts.call
-    key = (call.method, call.server, call.name, call.description, call.client, call.agent)
-    plan = index.plans.get(key)
-    if plan is None:
-        allowlisted, corp_allow = allowlisted_fn(policy, facts)
-        plan = build_plan(index, call, allowlisted, corp_allow, name_texts, in_scope)
-        if len(index.plans) >= _PLAN_CACHE_SIZE:
-            index.plans.clear()
-        index.plans[key] = plan
+    allowlisted, corp_allow = allowlisted_fn(policy, facts)
+    plan = build_plan(index, facts.call, allowlisted, corp_allow, name_texts, in_scope)
+    if len(index.plans) >= _PLAN_CACHE_SIZE:
+        index.plans.clear()
+    index.plans[key] = plan
     return plan
 
 
@@ -300,10 +304,10 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context,
                 name_texts: Callable[[CRule, Call], tuple[str, ...] | None],
                 in_scope: Callable[[CRule, Call], bool]) -> Decision:
     index: FastIndex = policy.fast
-    call = facts.call
-    plan = index.plans.get((call.method, call.server, call.name, call.description, call.client, call.agent))
+    key = _shape(facts.call)
+    plan = index.plans.get(key)
     if plan is None:
-        plan = plan_for(policy, facts, allowlisted_fn, name_texts, in_scope)
+        plan = _new_plan(policy, facts, key, allowlisted_fn, name_texts, in_scope)
     if plan.decision is not None:
         return plan.decision
     found = plan.name_mask
@@ -316,16 +320,13 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context,
     failures: tuple[tuple[int, str], ...] = ()
     pending = found & index.finish_rules
     if pending:
-        rules = index.rules
         failed: list[tuple[int, str]] = []
-        while pending:
-            low = pending & -pending
-            pending ^= low
-            status, detail = finish(rules[low.bit_length() - 1], facts, ctx, "")
+        for i in bits(pending):
+            status, detail = finish(index.rules[i], facts, ctx, "")
             if status == "constraint-failed":
-                failed.append((low, detail))
+                failed.append((i, detail))
             elif status != "matched":
-                found ^= low
+                found ^= 1 << i
         failures = tuple(failed)
     memo_key: Any = (plan, found, failures, facts.keys) if found & index.redact_rules else (plan, found, failures)
     memo = index.memo
@@ -342,15 +343,11 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context,
 
 def _decide_mask(policy: CompiledPolicy, plan: Plan, facts: Facts, found: int, failures: dict[int, str],
                  decide: Callable[..., Decision]) -> Decision:
-    index: FastIndex = policy.fast
+    rules = policy.fast.rules
     matched = []
-    m = found
-    while m:
-        low = m & -m
-        m ^= low
-        rule = index.rules[low.bit_length() - 1]
-        detail = failures.get(low)
-        matched.append((rule, "matched", "") if detail is None else (rule, "constraint-failed", detail))
+    for i in bits(found):
+        detail = failures.get(i)
+        matched.append((rules[i], "matched", "") if detail is None else (rules[i], "constraint-failed", detail))
     return decide(policy, matched, None, facts, allowlisted=plan.allowlisted, implicit=None)
 
 

@@ -72,7 +72,10 @@ class SchemaCache:
     def validator(self, server: str, tool: str, schema: Any) -> Validator | None:
         if not isinstance(schema, dict):
             return None
-        key = self._key(server, tool, schema)
+        return self._compiled(self._key(server, tool, schema), schema)
+
+    def _compiled(self, key: tuple[str, str, str], schema: dict[str, Any]) -> Validator | None:
+        server, tool, _ = key
         if key in self._by_key:
             self._by_key.move_to_end(key)
             return self._by_key[key]
@@ -95,12 +98,14 @@ class SchemaCache:
 
         A pure function of (schema, arguments), memoised on both: agents repeat calls.
         """
-        validator = self.validator(server, tool, schema)
+        if not isinstance(schema, dict):
+            return []
+        key = self._key(server, tool, schema)
+        validator = self._compiled(key, schema)
         if validator is None:
             return []
         try:
-            memo_key: tuple[Any, ...] | None = (self._key(server, tool, schema),
-                                                json_text(arguments, sort_keys=True))
+            memo_key: tuple[Any, ...] | None = (key, json_text(arguments, sort_keys=True))
         except TypeError:
             memo_key = None
         if memo_key is not None and (hit := self._checked.get(memo_key)) is not None:

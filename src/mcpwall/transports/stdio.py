@@ -75,7 +75,7 @@ class StdioTransport:
         assert self._proc.stdout is not None
         assert self._proc.stderr is not None
         self._tasks = [asyncio.create_task(self._read(self._proc.stdout, on_message)),
-                       asyncio.create_task(self._stderr(self._proc.stderr))]
+                       asyncio.create_task(log_lines(self._proc.stderr, log, self.name))]
 
     async def _read(self, stdout: asyncio.StreamReader, on_message: OnMessage) -> None:
         reason: BaseException | None = None
@@ -120,9 +120,6 @@ class StdioTransport:
             on_message(msg, None)
         except Exception:
             log.exception("[%s] error handling an upstream message", self.name)
-
-    async def _stderr(self, stderr: asyncio.StreamReader) -> None:
-        await log_lines(stderr, log, self.name)
 
     async def _wait_exit(self) -> int | None:
         """The exit code once stdout has closed; a process that lingers is reported as None."""
