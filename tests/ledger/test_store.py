@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 import mcpwall.ledger
@@ -211,3 +212,22 @@ def test_events_need_no_gateway(tmp_path: Path) -> None:
         ledger.record(Event(method="tools/call", decision="allow", outcome="ok", ts=time.time()))
         assert ledger.count() == 1
         assert mcpwall.ledger.GENESIS == "0" * 64
+
+
+def test_a_body_seen_again_is_stored_once_and_ids_grow_from_batch_to_batch(backend: Backend, tmp_path: Path) -> None:
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}}
+    with backend.open(tmp_path) as ledger:
+        for i in range(3):  # three batches: each flush commits what was submitted
+            ledger.submit(make_event(i, method="tools/list", tool_name=None, params={}, response=answer))
+            ledger.submit(make_event(100 + i))
+            assert ledger.flush()
+        rows = sorted(ledger.query(table="all", limit=10).rows, key=lambda r: r["seq"])
+        lists = [r for r in rows if r["method"] == "tools/list"]
+        assert len(lists) == 3
+        assert len({r["response_body_id"] for r in lists}) == 1  # one stored answer
+        calls = [r["request_body_id"] for r in rows if r["method"] == "tools/call"]
+        assert calls == sorted(calls)  # later batches' ids sort after earlier ones: appended to the index
+        # the list's request and answer once; each call's own request and answer
+        assert ledger.count("event_body_blobs") == 2 + 3 * 2
+        assert ledger.body(lists[2]["response_body_id"]) == orjson.dumps(answer)
+        assert ledger.verify().ok

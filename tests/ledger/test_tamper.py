@@ -11,6 +11,7 @@ checkpoint outside the database can catch them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -231,3 +232,52 @@ def test_a_ledger_replaced_by_a_fresh_one_is_named_in_a_warning(ledger: Ledger, 
         assert any(ledger.ledger_id[:8] in w for w in report.warnings)
     finally:
         fresh.close()
+
+
+def test_a_ledger_whose_body_ids_are_bare_hashes_still_verifies_and_still_catches_an_edit(
+        filled: Callable[..., Ledger], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ledgers written before body ids had a time prefix name each body by its SHA-256 alone.
+    from mcpwall.ledger import _event
+
+    monkeypatch.setattr(_event.BodyNames, "__init__", _bare_names)
+    ledger = filled(5)
+    body_id = rows_of(ledger, "tool_calls")[0][COLS.index("response_body_id")]
+    assert re.fullmatch("[0-9a-f]{64}", body_id)
+    assert ledger.verify().ok
+    sql(ledger, ("UPDATE event_body_blobs SET content = ? WHERE id = ?", (b'{"forged": true}', body_id)))
+    seq, problem = broken_at(ledger)
+    assert (seq, problem) == (1, f"row 1: its body {body_id} was altered")
+
+
+def _bare_names(self: Any, stored: Any, now_us: int) -> None:
+    self.stored, self.prefix, self.batch = stored, "", {}
+
+
+def test_a_body_id_pointing_at_another_stored_body_is_reported(ledger: Ledger) -> None:
+    # Swapping contents between two body rows keeps every hash in the table valid for *some* id.
+    first, second = (r[COLS.index("request_body_id")] for r in rows_of(ledger, "tool_calls")[:2])
+    conn = raw(ledger)
+    try:
+        (a,), (b,) = (conn.execute("SELECT content FROM event_body_blobs WHERE id = ?", (i,))[0] for i in (first, second))
+    finally:
+        conn.close()
+    sql(ledger, ("UPDATE event_body_blobs SET content = ? WHERE id = ?", (b, first)),
+        ("UPDATE event_body_blobs SET content = ? WHERE id = ?", (a, second)))
+    assert broken_at(ledger)[0] == 1
+
+
+def test_editing_the_stored_part_of_a_truncated_body_is_reported(filled: Callable[..., Ledger]) -> None:
+    ledger = filled(3, max_body_bytes=40)  # every body here is longer: all stored truncated
+    row = rows_of(ledger, "tool_calls")[0]
+    body_id = row[COLS.index("response_body_id")]
+    assert ledger.verify().ok
+    conn = raw(ledger)
+    try:
+        ((truncated, content),) = conn.execute("SELECT truncated, content FROM event_body_blobs WHERE id = ?",
+                                               (body_id,))
+    finally:
+        conn.close()
+    assert truncated == 1
+    assert len(content) == 40
+    sql(ledger, ("UPDATE event_body_blobs SET content = ? WHERE id = ?", (bytes(content).upper(), body_id)))
+    assert broken_at(ledger) == (1, f"row 1: its body {body_id} was altered")

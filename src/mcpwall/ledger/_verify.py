@@ -21,6 +21,7 @@ import orjson
 
 from mcpwall.ledger._backend import Connection
 from mcpwall.ledger._chain import event_mac, read_checkpoint, rule_mac
+from mcpwall.ledger._event import body_digest
 from mcpwall.ledger._schema import CHAINED, GENESIS, RULE_COLUMNS
 
 CHUNK = 2000
@@ -170,7 +171,9 @@ def _check_bodies(row: tuple[Any, ...], bodies: dict[str, tuple[int, bytes]]) ->
         if found is None:
             return f"its body {body_id} is missing from event_body_blobs"
         truncated, content = found
-        if not truncated and hashlib.sha256(content).hexdigest() != body_id:
+        whole, stored = body_digest(str(body_id))
+        expected = stored if truncated else whole
+        if expected is not None and hashlib.sha256(content).hexdigest() != expected:
             return f"its body {body_id} was altered"
     return None
 

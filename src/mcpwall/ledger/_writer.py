@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any
 from mcpwall.ledger._backend import Backend, Connection
 from mcpwall.ledger._chain import event_mac_json, rule_mac, write_checkpoint
 from mcpwall.ledger._errors import LedgerError, LedgerUnavailable
-from mcpwall.ledger._event import BuildOptions, BuiltRow, Event, build_row
+from mcpwall.ledger._event import BodyNames, BuildOptions, BuiltRow, Event, build_row
 from mcpwall.ledger._schema import CHAINED, now_iso
 
 log = logging.getLogger("mcpwall.ledger")
@@ -43,6 +43,8 @@ _INSERT_BODY = ("INSERT INTO event_body_blobs (id, size, stored, truncated, cont
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING")
 
 Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+#: How many recently stored bodies a writer remembers, to refer to them instead of storing them again.
+_RECENT_BODIES = 2048
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ class Writer:
         self.degraded = 0
         self.batches = 0
         self.head_seq = 0
+        #: SHA-256 -> id of bodies this writer committed lately, least recently used first
+        self._stored: OrderedDict[str, str] = OrderedDict()
 
     # ------------------------------------------------------------------ caller side
 
@@ -258,7 +262,17 @@ class Writer:
             self._conn = None
 
     def _commit(self, batch: list[_Item]) -> None:
-        self._write_built(batch, [build_row(item.event, self._build, self._replica) for item in batch])
+        names = BodyNames(self._stored, time.time_ns() // 1000)
+        self._write_built(batch, [build_row(item.event, self._build, self._replica, names) for item in batch])
+        self._remember(names.batch)
+
+    def _remember(self, bodies: dict[str, str]) -> None:
+        stored = self._stored  # an OrderedDict: a dict's first key is O(n) to find after many deletes
+        for digest, body_id in bodies.items():
+            stored[digest] = body_id
+            stored.move_to_end(digest)
+        while len(stored) > _RECENT_BODIES:
+            stored.popitem(last=False)
 
     def _write_built(self, batch: list[_Item], built: list[BuiltRow]) -> None:
         """Take the chain's lock, assign seqs and MACs, insert and commit one batch."""
@@ -282,8 +296,8 @@ class Writer:
                     bodies.setdefault(body[0], (*body, created))
                 prev = mac
             if bodies:
-                # Sorted: the ids are random hashes, and inserting them in key order keeps the
-                # index pages a batch touches few and hot.
+                # In id order: the batch's ids share a prefix greater than every earlier one,
+                # so they are appended to the end of the index (see BodyNames).
                 conn.executemany(_INSERT_BODY, [bodies[k] for k in sorted(bodies)])
             for table, table_rows in rows.items():
                 if table_rows:
