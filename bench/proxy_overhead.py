@@ -1,11 +1,13 @@
 """Gateway overhead on the echo tool of @modelcontextprotocol/server-everything.
 
-Measures, in one run, the same `tools/call echo` four ways:
+Measures, in one run, the same `tools/call echo` five ways:
 
 - direct stdio to the server (the baseline),
 - through the gateway's aggregated streamable-HTTP endpoint `/mcp`,
 - through `mcpwall proxy --stdio`,
 - through seatbelt's plain route `POST /{server}`,
+- through bench/bare_relay.py, a uvicorn + orjson relay with no checks at all
+  (the floor: what relaying alone costs on this machine),
 
 each sequentially (one client) and with 8 concurrent clients, printing p50/p99
 latency, calls/s, the gateway's own CPU time per call (from /proc/PID/stat),
@@ -240,6 +242,26 @@ def gateway(home: Path, port: int) -> Iterator[tuple[int, str]]:
         proc.wait(20)
 
 
+@contextmanager
+def bare_relay(port: int) -> Iterator[int]:
+    """bench/bare_relay.py in front of the same server: the cost of relaying with no checks at all."""
+    import httpx
+
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bare_relay.py"), str(port), *EVERYTHING],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(300):
+            try:
+                httpx.post(f"http://127.0.0.1:{port}/", json=call(0, "echo"), timeout=2).raise_for_status()
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield proc.pid
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+
+
 def mcp_session(port: int, token: str) -> str:
     import httpx
 
@@ -329,10 +351,18 @@ def main() -> None:
                     print(f"  RSS before {rss0:.1f} MiB, after {done:,} calls {rss1:.1f} MiB "
                           f"(growth {rss1 - rss0:+.1f} MiB)")
                     results["soak"] = {"calls": done, "rss_before_mib": rss0, "rss_after_mib": rss1}
+        print("bare relay, no checks (bench/bare_relay.py: uvicorn + orjson; the floor for any Python relay)")
+        with bare_relay(port + 1) as pid, tempfile.TemporaryDirectory() as wrk_dir:
+            body = json.dumps(call(0, "echo")).replace('"id": 0', '"id": "%s"')
+            for label, conns in (("sequential", 1), ("8 concurrent", 8)):
+                results[f"bare relay {label}"] = row = run_wrk(f"http://127.0.0.1:{port + 1}/", body,
+                                                               {"Content-Type": "application/json"}, opts.seconds,
+                                                               conns, pid, Path(wrk_dir))
+                show(label, row)
     base = results["direct sequential"]["p50_ms"]
     base99 = results["direct sequential"]["p99_ms"]
     print("added latency vs direct stdio, sequential:")
-    for key in ("stdio sequential", "/mcp sequential", "POST /{server} sequential"):
+    for key in ("stdio sequential", "/mcp sequential", "POST /{server} sequential", "bare relay sequential"):
         print(f"  {key:<28} p50 +{results[key]['p50_ms'] - base:.3f} ms   p99 +{results[key]['p99_ms'] - base99:.3f} ms")
     (ROOT / "bench" / "last_proxy_overhead.json").write_text(json.dumps(results, indent=2))
 
