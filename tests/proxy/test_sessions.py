@@ -135,3 +135,69 @@ async def test_list_changed_is_followed_and_passed_on(tmp_path: Path) -> None:
         assert "echo" in upstream.catalog.tools  # refreshed from the server
     finally:
         await gw.stop()
+
+
+def _watch(s: Any) -> list[dict[str, Any]]:
+    """Every message the gateway pushes to session `s` (delivered or buffered)."""
+    seen: list[dict[str, Any]] = []
+    s.observer = lambda _session, _direction, msg: seen.append(msg)
+    return seen
+
+
+async def test_a_log_line_sent_during_one_sessions_call_reaches_only_that_session(tmp_path: Path) -> None:
+    built = make(tmp_path, {"m": script_server("misbehave", "ok")})
+    gw = built.gateway
+    await gw.start()
+    try:
+        s1, s2 = await session(gw, "m"), await session(gw, "m")
+        for s in (s1, s2):  # both asked for logs: only whose request it was may decide who sees it
+            await gw.handle_request(s, {"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel",
+                                        "params": {"level": "info"}})
+        seen1, seen2 = _watch(s1), _watch(s2)
+        answer = await gw.handle_request(s1, call(1, "tell", {"secret": "S1-ONLY"}))
+        assert answer["result"]["content"][0]["text"] == "told"
+        await asyncio.sleep(0.3)
+        assert any("S1-ONLY" in json.dumps(m) for m in seen1)
+        assert not any("S1-ONLY" in json.dumps(m) for m in seen2)
+
+        # Both in flight: the server cannot say whose log line it is, so nobody gets it.
+        seen1.clear()
+        seen2.clear()
+        slow = asyncio.ensure_future(gw.handle_request(s2, call(2, "tell", {"secret": "S2-ONLY", "seconds": 0.8})))
+        await asyncio.sleep(0.3)
+        await gw.handle_request(s1, call(3, "tell", {"secret": "S1-AGAIN"}))
+        await slow
+        await asyncio.sleep(0.2)
+        assert not any("S1-AGAIN" in json.dumps(m) for m in seen2)
+        assert not any("S2-ONLY" in json.dumps(m) for m in seen1)
+    finally:
+        await gw.stop()
+
+
+async def test_sampling_asked_for_one_session_never_goes_to_another(tmp_path: Path) -> None:
+    built = make(tmp_path, {"everything": EVERYTHING})
+    gw = built.gateway
+    await gw.start()
+    try:
+        caller = await session(gw, "everything")  # declares no sampling capability
+        bystander = gw.open_session("stdio", "everything")
+        init = {**INIT, "params": {**INIT["params"], "capabilities": {"sampling": {}}}}
+        assert "result" in await gw.handle_request(bystander, init)
+        await gw.handle(bystander, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        seen = _watch(bystander)
+        secret = call(1, "trigger-sampling-request", {"prompt": "the caller's SECRET", "maxTokens": 5})
+
+        # The bystander has a call in flight to the same server...
+        busy = asyncio.ensure_future(gw.handle_request(
+            bystander, call(1, "trigger-long-running-operation", {"duration": 1.5, "steps": 3})))
+        await asyncio.sleep(0.3)
+        answer = await asyncio.wait_for(gw.handle_request(caller, dict(secret)), 10)
+        await busy
+        # ...then it is idle.
+        answer_idle = await asyncio.wait_for(gw.handle_request(caller, {**secret, "id": 2}), 10)
+
+        assert not any("SECRET" in json.dumps(m) for m in seen)
+        for a in (answer, answer_idle):  # refused at once, not after the tool's timeout
+            assert "error" in a or a["result"].get("isError")
+    finally:
+        await gw.stop()

@@ -371,21 +371,30 @@ class Gateway:
     def _target_session(self, upstream: UpstreamServer, pending: Pending | None,
                         capability: str | None = None) -> tuple[Session, Emit | None] | None:
         if pending is not None and pending.session_id in self.sessions:
-            return self.sessions[pending.session_id], pending.emit
-        # Unattributed: the session with the most recent request in flight to this server.
-        newest = None
+            session = self.sessions[pending.session_id]
+            if capability is not None and not session.supports(capability):
+                return None
+            return session, pending.emit
+        # Unattributed (a stdio upstream never says which request a message belongs to): only
+        # when exactly one session has requests in flight to this server is it certainly that
+        # session's. Guessing among several, or asking an idle one, would show one client's
+        # prompt or arguments to another and give its answer to the wrong caller.
+        owner = self._only_caller(upstream)
+        if owner is None or (capability is not None and not owner[0].supports(capability)):
+            return None
+        return owner
+
+    def _only_caller(self, upstream: UpstreamServer) -> tuple[Session, Emit | None] | None:
+        """The one session with requests in flight to `upstream` (and its newest request's emit), else None."""
+        found: tuple[Session, Emit | None] | None = None
         for p in upstream.pending.values():
-            if p.session_id in self.sessions:
-                s = self.sessions[p.session_id]
-                if capability is None or s.supports(capability):
-                    newest = (s, p.emit)
-        if newest is not None:
-            return newest
-        for s in self.sessions.values():
-            if (s.server in (None, upstream.name)) and s.kind != "plain" and \
-                    (capability is None or s.supports(capability)):
-                return s, None
-        return None
+            session = self.sessions.get(p.session_id or "")
+            if session is None:
+                continue
+            if found is not None and found[0] is not session:
+                return None
+            found = (session, p.emit)
+        return found
 
     def on_upstream_request(self, upstream: UpstreamServer, msg: Message, pending: Pending | None) -> None:
         self.spawn(self._upstream_request(upstream, msg, pending))
@@ -406,8 +415,11 @@ class Gateway:
             return
         target = self._target_session(upstream, pending, _CAPABILITY_FOR.get(method))
         if target is None:
+            log.warning("[%s] %s refused: no single calling client that declared it could be told apart",
+                        upstream.name, method)
             await upstream.respond(error(uid, ErrorCode.METHOD_NOT_FOUND,
-                                         f"no connected client can handle {method}"))
+                                         f"mcpwall cannot route {method}: the calling client did not declare it, "
+                                         "or requests of several clients are in flight to this server"))
             return
         session, emit = target
         downstream_id = session.next_id()
@@ -452,9 +464,20 @@ class Gateway:
                         self.spawn(s.push(notification(method, {**params, "requestId": did})))
         elif pending is not None:
             self.spawn(self._deliver(pending.session_id, pending.emit, msg))
+        elif upstream.pending:
+            # Sent while requests are in flight: it may carry one caller's data (a log line with
+            # its arguments), so it goes to that caller only, and nowhere when several call.
+            owner = self._only_caller(upstream)
+            if owner is not None:
+                self.spawn(self._deliver(owner[0].id, owner[1], msg))
+            else:
+                log.debug("[%s] %s dropped: requests of several clients in flight", upstream.name, method)
         else:
+            # Nothing in flight: the server speaks on its own (a periodic log line); the sessions
+            # that asked it for logs get it.
             for s in list(self.sessions.values()):
-                if s.server in (None, upstream.name) and s.kind != "plain":
+                if s.server in (None, upstream.name) and s.kind != "plain" and \
+                        (method != "notifications/message" or s.log_level is not None):
                     self.spawn(s.push(msg))
 
     async def _deliver(self, session_id: str | None, emit: Emit | None, msg: Message) -> None:

@@ -6,6 +6,9 @@ and `ping` correctly, then on `tools/call` of tool `act`:
   garbage  writes non-JSON lines to stdout, then answers
   wrongid  answers with an id it was never sent
   ok       answers normally
+In every mode, tool `tell` first sends a `notifications/message` log line
+carrying its arguments (a server logging about its caller's request), then
+answers after `seconds` (default 0).
 Every tools/call it receives is appended to MARKER_DIR/calls.log when given, so
 tests can assert what reached the upstream.
 """
@@ -39,7 +42,8 @@ def main() -> None:
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
                 {"name": "act", "description": "Does the thing", "inputSchema": {"type": "object"}},
-                {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object"}}]}})
+                {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object"}},
+                {"name": "tell", "description": "Logs, then answers", "inputSchema": {"type": "object"}}]}})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "tools/call":
@@ -48,6 +52,15 @@ def main() -> None:
                 with open(os.path.join(MARKERS, "calls.log"), "a") as f:
                     f.write(json.dumps(msg["params"]) + "\n")
             text = json.dumps(msg["params"].get("arguments", {}))
+            if name == "tell":
+                import threading
+
+                send({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": "info", "data": f"working on {text}"}})
+                delay = float(msg["params"].get("arguments", {}).get("seconds", 0))
+                threading.Timer(delay, send, args=({"jsonrpc": "2.0", "id": rid, "result": {
+                    "content": [{"type": "text", "text": "told"}]}},)).start()
+                continue
             if name == "act" and MODE == "crash":
                 os._exit(3)
             if name == "act" and MODE == "hang":
