@@ -254,15 +254,18 @@ class HttpFrontend:
                              extra: list[tuple[bytes, bytes]]) -> None:
         """Answer with JSON, or upgrade to SSE as soon as a related message must go first."""
         streaming = False
+        disconnected = False
         # Made by the first related message: most requests have none, and answer without it.
         lock: asyncio.Lock | None = None
         handler = asyncio.current_task()
         watcher: asyncio.Task[None] | None = None
 
         async def watch_disconnect() -> None:
+            nonlocal disconnected
             while True:
                 event = await receive()
                 if event["type"] == "http.disconnect":
+                    disconnected = True
                     if handler is not None:
                         handler.cancel()
                     return
@@ -281,9 +284,15 @@ class HttpFrontend:
         try:
             response = await self.gateway.handle_request(session, msg, emit, bytes_in=size)
         except asyncio.CancelledError:
-            if streaming:
-                return
-            raise
+            if disconnected:
+                return  # nobody is listening any more
+            # The client cancelled this request (notifications/cancelled) or ended its session
+            # (DELETE): per MCP no answer follows, so the exchange ends as an event stream with
+            # no response in it, instead of an error status or a cut connection.
+            if not streaming:
+                await send({"type": "http.response.start", "status": 200, "headers": _SSE + extra})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -386,7 +395,12 @@ class HttpFrontend:
         session = self._plain_session(server, identity or "", _peer(scope), headers)
         session.last_seen = time.monotonic()
         if "method" in msg and "id" in msg:
-            response = await self.gateway.handle_request(session, msg, None, bytes_in=len(raw))
+            try:
+                response = await self.gateway.handle_request(session, msg, None, bytes_in=len(raw))
+            except asyncio.CancelledError:
+                # Cancelled by the client (notifications/cancelled): no answer, as for a notification.
+                await _reply(send, 202, b"")
+                return
         else:
             response = await self.gateway.handle(session, msg)
         if response is None:
