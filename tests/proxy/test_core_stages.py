@@ -107,3 +107,18 @@ async def test_a_stage_that_raises_denies_the_request() -> None:
     assert answer["error"]["code"] == ErrorCode.BLOCKED
     assert not reached
     assert "boom" in c.notes["stage_error"]
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    (b'{"jsonrpc":"2.0","id":70,"result":{"content":[{"type":"text","text":"' + b"x" * 600 + b'"}]}}', 70),
+    (b'{"result":{"content":[{"type":"text","text":"' + b"x" * 600 + b'"}]},"jsonrpc":"2.0","id":"a\\"b"}\n', 'a"b'),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"pad": "' + b"x" * 600 + b'"}}', 7),
+    # an "id" inside the payload is not the message's: neither at its start nor its very end
+    (b'{"result":{"structuredContent":{"id":5,"rows":"' + b"x" * 600 + b'","id":6}}}', None),
+    (b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"' + b"x" * 600 + b'","id":9}}', None),
+    (b'{"jsonrpc":"2.0","id":{"nested":1},"result":"' + b"x" * 600 + b'"}', None),
+])
+def test_the_id_of_a_message_too_long_to_parse_is_read_from_its_edges(line: bytes, expected: Any) -> None:
+    from mcpwall.protocol import oversized_id
+
+    assert oversized_id(line[:256], line[-256:]) == expected

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,18 @@ def test_an_answer_with_the_wrong_id_is_dropped_and_the_call_times_out(gw: Gatew
     healthy(gw)
 
 
+@pytest.mark.parametrize("id_last", [False, True])
+def test_an_upstream_answer_over_4_mib_fails_its_call_at_once(gw: GatewayProcess, id_last: bool) -> None:
+    started = time.monotonic()
+    _, body = call(gw, "garbage", "huge", {"id_last": id_last}, rid=41)
+    assert time.monotonic() - started < 10  # not the 30 s timeout
+    assert body["id"] == 41
+    assert body["error"]["code"] == -32600
+    assert "4194304 byte limit" in body["error"]["message"]
+    _, body = call(gw, "garbage", "echo", {"still": "alive"})
+    assert "result" in body
+
+
 def test_the_stdio_frontend_survives_bad_lines(gw: GatewayProcess, tmp_path: Path) -> None:
     servers = tmp_path / "servers.json"
     servers.write_text(json.dumps({"mcpServers": {"memory": MEMORY}}))
@@ -162,6 +175,7 @@ def test_the_stdio_frontend_survives_bad_lines(gw: GatewayProcess, tmp_path: Pat
     codes = [a.get("error", {}).get("code") for a in answers if "error" in a]
     assert codes[:3] == [-32700, -32600, -32600]
     by_id = {a.get("id"): a for a in answers}
+    assert by_id[1]["error"]["code"] == -32600  # the oversized request is answered under its own id
     assert "result" in by_id[2]
     assert "result" in by_id[3], answers
 

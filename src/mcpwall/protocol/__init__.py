@@ -8,6 +8,7 @@ need a field read it from `params` themselves.
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 from typing import Any, Literal
 
@@ -56,11 +57,37 @@ class ProtocolError(Exception):
         return error(self.request_id, self.code, self.message, self.data)
 
 
+_ID = rb'("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})'
+#: Where a message's top-level id can be told from its first or last bytes alone: right after
+#: `{"jsonrpc":"2.0",` (or first), or as the last member before the final `}` (as the TypeScript
+#: SDK writes answers). An "id" nested inside params or result is never at either place.
+_HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID + rb'\s*,')
+_TAIL_ID = re.compile(rb',\s*"id"\s*:\s*' + _ID + rb'\s*\}\s*$')
+
+
+def oversized_id(head: bytes, tail: bytes) -> RequestId | None:
+    """The top-level id of a message too long to parse, from its first and last bytes, or None.
+
+    So that a request or answer over the size bound is refused under its own id, and whoever
+    waits for it learns at once instead of at its timeout.
+    """
+    m = _HEAD_ID.match(head) or _TAIL_ID.search(tail.rstrip())
+    if m is None:
+        return None
+    try:
+        value = orjson.loads(m.group(1))
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, int | str) else None
+
+
 def parse(raw: bytes | str) -> Message:
     """Parse one JSON-RPC message; raises ProtocolError with the code to answer."""
     if len(raw) > MAX_MESSAGE_BYTES:
+        edges = raw.encode() if isinstance(raw, str) else raw
         raise ProtocolError(ErrorCode.INVALID_REQUEST,
-                            f"message of {len(raw)} bytes exceeds the {MAX_MESSAGE_BYTES} byte limit")
+                            f"message of {len(raw)} bytes exceeds the {MAX_MESSAGE_BYTES} byte limit",
+                            oversized_id(edges[:256], edges[-256:]))
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -152,6 +179,7 @@ __all__ = [
     "error",
     "json_text",
     "notification",
+    "oversized_id",
     "parse",
     "result",
 ]

@@ -13,7 +13,7 @@ import logging
 
 import orjson
 
-from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, ProtocolError, error, parse
+from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, ProtocolError, error, oversized_id, parse
 from mcpwall.proxy._gateway import Gateway
 from mcpwall.proxy._session import Session
 from mcpwall.transports._lines import skip_line, stdio_streams
@@ -57,8 +57,10 @@ class StdioFrontend:
                         await self._one(session, exc.partial)
                     break
                 except asyncio.LimitOverrunError:
-                    await skip_line(reader)
-                    await self._write(error(None, ErrorCode.INVALID_REQUEST,
+                    # Answered with the request's id when its first or last bytes tell it, so
+                    # the client is not left waiting for an answer that will never come.
+                    rid = oversized_id(*await skip_line(reader))
+                    await self._write(error(rid, ErrorCode.INVALID_REQUEST,
                                             f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
                     continue
                 if line.strip():

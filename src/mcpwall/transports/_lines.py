@@ -10,17 +10,29 @@ import sys
 
 from mcpwall.protocol import MAX_MESSAGE_BYTES
 
+_EDGE = 256
 
-async def skip_line(reader: asyncio.StreamReader) -> None:
-    """Discard the rest of a line longer than the reader's limit (after LimitOverrunError)."""
+
+async def skip_line(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """Discard the rest of a line longer than the reader's limit (after LimitOverrunError).
+
+    Returns the line's first and last bytes, enough to tell whose message it was (`oversized_id`).
+    """
+    head = tail = b""
     while True:
+        done = False
         try:
-            await reader.readuntil(b"\n")
-            return
+            chunk = await reader.readuntil(b"\n")
+            done = True
         except asyncio.LimitOverrunError as exc:
-            await reader.readexactly(exc.consumed)
-        except asyncio.IncompleteReadError:
-            return
+            chunk = await reader.readexactly(exc.consumed)
+        except asyncio.IncompleteReadError as exc:
+            chunk, done = exc.partial, True
+        if not head:
+            head = chunk[:_EDGE]
+        tail = (tail + chunk[-_EDGE:])[-_EDGE:]
+        if done:
+            return head, tail
 
 
 async def log_lines(stream: asyncio.StreamReader, log: logging.Logger, label: str) -> None:

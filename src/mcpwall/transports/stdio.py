@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import orjson
 
-from mcpwall.protocol import MAX_MESSAGE_BYTES, Message
+from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, oversized_id
 from mcpwall.transports._lines import log_lines, skip_line
 from mcpwall.transports.base import OnClosed, OnMessage, TransportClosed, TransportError
 
@@ -88,7 +88,7 @@ class StdioTransport:
                         self._deliver(exc.partial, on_message)
                     break
                 except asyncio.LimitOverrunError:
-                    await self._discard_long_line(stdout)
+                    await self._discard_long_line(stdout, on_message)
                     continue
                 self._deliver(line, on_message)
         except Exception as exc:  # the reader must never die silently
@@ -100,9 +100,17 @@ class StdioTransport:
             if self._on_closed is not None and not self._closed:
                 self._on_closed(reason)
 
-    async def _discard_long_line(self, stdout: asyncio.StreamReader) -> None:
-        log.warning("[%s] discarded a stdout line over %d bytes", self.name, MAX_MESSAGE_BYTES)
-        await skip_line(stdout)
+    async def _discard_long_line(self, stdout: asyncio.StreamReader, on_message: OnMessage) -> None:
+        """Skip a message over the size bound; if it was an answer, its caller gets -32600 now
+        instead of waiting for its timeout."""
+        head, tail = await skip_line(stdout)
+        rid = oversized_id(head, tail)
+        log.warning("[%s] discarded a stdout line over %d bytes%s", self.name, MAX_MESSAGE_BYTES,
+                    "" if rid is None else f" (the answer to request {rid!r})")
+        if rid is not None:
+            on_message({"jsonrpc": "2.0", "id": rid, "error": {
+                "code": int(ErrorCode.INVALID_REQUEST),
+                "message": f"the server's answer exceeds the {MAX_MESSAGE_BYTES} byte limit"}}, None)
 
     def _deliver(self, line: bytes, on_message: OnMessage) -> None:
         line = line.strip()

@@ -8,7 +8,8 @@ and `ping` correctly, then on `tools/call` of tool `act`:
   ok       answers normally
 In every mode, tool `tell` first sends a `notifications/message` log line
 carrying its arguments (a server logging about its caller's request), then
-answers after `seconds` (default 0).
+answers after `seconds` (default 0). Tool `huge` answers with a 5 MB text, the id
+first or (with `{"id_last": true}`, as the TypeScript SDK orders it) last.
 Every tools/call it receives is appended to MARKER_DIR/calls.log when given, so
 tests can assert what reached the upstream.
 """
@@ -43,7 +44,8 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
                 {"name": "act", "description": "Does the thing", "inputSchema": {"type": "object"}},
                 {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object"}},
-                {"name": "tell", "description": "Logs, then answers", "inputSchema": {"type": "object"}}]}})
+                {"name": "tell", "description": "Logs, then answers", "inputSchema": {"type": "object"}},
+                {"name": "huge", "description": "Answers too much", "inputSchema": {"type": "object"}}]}})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "tools/call":
@@ -52,6 +54,13 @@ def main() -> None:
                 with open(os.path.join(MARKERS, "calls.log"), "a") as f:
                     f.write(json.dumps(msg["params"]) + "\n")
             text = json.dumps(msg["params"].get("arguments", {}))
+            if name == "huge":
+                body = {"content": [{"type": "text", "text": "x" * 5_000_000}]}
+                if msg["params"].get("arguments", {}).get("id_last"):
+                    send({"result": body, "jsonrpc": "2.0", "id": rid})
+                else:
+                    send({"jsonrpc": "2.0", "id": rid, "result": body})
+                continue
             if name == "tell":
                 import threading
 
