@@ -201,3 +201,27 @@ async def test_sampling_asked_for_one_session_never_goes_to_another(tmp_path: Pa
             assert "error" in a or a["result"].get("isError")
     finally:
         await gw.stop()
+
+
+async def test_a_server_that_hangs_on_lists_delays_the_merged_list_only_up_to_the_timeout_then_not_at_all(
+        tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(PERMISSIVE + "defaultTimeoutMs: 1000\n")
+    servers = write_servers(tmp_path / "servers.json", {"memory": MEMORY, "stuck": script_server("misbehave",
+                                                                                                 "listhang")})
+    gw = build(GatewaySettings(home=tmp_path, servers_files=[servers], insecure_no_auth=True)).gateway
+    await gw.start()
+    try:
+        s = await session(gw)
+        took = []
+        for i in range(7):
+            started = asyncio.get_running_loop().time()
+            answer = await gw.handle_request(s, {"jsonrpc": "2.0", "id": i, "method": "tools/list"})
+            took.append(asyncio.get_running_loop().time() - started)
+            names = {t["name"] for t in answer["result"]["tools"]}
+            assert "memory__read_graph" in names
+            assert "stuck__act" in names  # its last known tools, not silently gone
+        assert all(t < 3 for t in took)  # the policy's 1 s, not 30 s
+        assert took[-1] < 0.5  # five failures opened its circuit: no more waiting
+        assert gw.servers["stuck"].breaker.state == "open"
+    finally:
+        await gw.stop()

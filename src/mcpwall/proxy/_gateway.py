@@ -574,10 +574,18 @@ async def _ping(gw: Gateway, ctx: RequestContext) -> Message:
     return result(ctx.id, {})
 
 
+def _known(s: UpstreamServer, key: str) -> list[dict[str, Any]]:
+    """What the server listed last time (its catalog), for when it cannot list now."""
+    known: Any = {"tools": s.catalog.tools, "prompts": s.catalog.prompts, "resources": s.catalog.resources,
+                  "resourceTemplates": s.catalog.templates}[key]
+    return list(known.values()) if isinstance(known, dict) else list(known)
+
+
 async def _list(gw: Gateway, ctx: RequestContext) -> Message:
     """Merged lists from every ready server (each fetched fresh, every page)."""
     key = _LIST_KEYS[ctx.method]
     servers = [s for s in gw.servers.values() if s.state == "ready"]
+    timeout = (ctx.timeout_ms or gw.policy.current.default_timeout_ms) / 1000
 
     async def one(s: UpstreamServer) -> list[dict[str, Any]]:
         if key == "tools" and "tools" not in s.capabilities:
@@ -585,11 +593,22 @@ async def _list(gw: Gateway, ctx: RequestContext) -> Message:
         if key != "tools" and key.startswith(("resource", "prompt")) and \
                 ("resources" if key.startswith("resource") else "prompts") not in s.capabilities:
             return []
-        try:
-            items = await s._list_all(ctx.method, key)
-        except UpstreamError as exc:
-            log.warning("[%s] %s failed: %s", s.name, ctx.method, exc)
-            return []
+        # The request's own timeout (the policy's), and the server's circuit breaker: a server
+        # that hangs on lists must not hold every client's merged list for long, again and again.
+        # When it fails, its last known items stand in, so its tools do not silently vanish.
+        if not s.breaker.allow():
+            log.warning("[%s] %s skipped: circuit open; listing its last known items", s.name, ctx.method)
+            items = _known(s, key)
+        else:
+            try:
+                items = await s._list_all(ctx.method, key, timeout)
+            except UpstreamError as exc:
+                if exc.reason != "error":  # an error answer is an answer; silence or a crash is not
+                    s.breaker.failure()
+                log.warning("[%s] %s failed: %s; listing its last known items", s.name, ctx.method, exc)
+                items = _known(s, key)
+            else:
+                s.breaker.success()
         if key == "tools":
             s.catalog.tools = {t["name"]: t for t in items if isinstance(t.get("name"), str)}
         elif key == "prompts":

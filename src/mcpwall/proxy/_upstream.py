@@ -349,11 +349,11 @@ class UpstreamServer:
                                if isinstance(p.get("name"), str)}
         self.catalog = catalog
 
-    async def _list_all(self, method: str, key: str) -> list[dict[str, Any]]:
+    async def _list_all(self, method: str, key: str, timeout: float = 30.0) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         cursor = None
         for _ in range(LIST_PAGES):
-            result = await self._call(method, {"cursor": cursor} if cursor else {}, timeout=30.0)
+            result = await self._call(method, {"cursor": cursor} if cursor else {}, timeout=timeout)
             page = result.get(key)
             if isinstance(page, list):
                 items += [i for i in page if isinstance(i, dict)]

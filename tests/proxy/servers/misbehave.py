@@ -6,6 +6,7 @@ and `ping` correctly, then on `tools/call` of tool `act`:
   garbage  writes non-JSON lines to stdout, then answers
   wrongid  answers with an id it was never sent
   ok       answers normally
+  listhang answers only the first tools/list (the gateway's own, at start)
 In every mode, tool `tell` first sends a `notifications/message` log line
 carrying its arguments (a server logging about its caller's request), then
 answers after `seconds` (default 0). Tool `huge` answers with a 5 MB text, the id
@@ -41,6 +42,10 @@ def main() -> None:
                 "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
                 "serverInfo": {"name": f"misbehave-{MODE}", "version": "1"}}})
         elif method == "tools/list":
+            lists = globals().setdefault("LISTS", [0])
+            lists[0] += 1
+            if MODE == "listhang" and lists[0] > 1:
+                continue
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
                 {"name": "act", "description": "Does the thing", "inputSchema": {"type": "object"}},
                 {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object"}},
