@@ -78,6 +78,8 @@ class Gateway:
         #: Observers of every message in and out of every session (forensic capture).
         self.taps: list[Callable[[Session, str, Message], None]] = []
         self._refreshing: dict[tuple[str, str], bool] = {}
+        #: tools/call requests answered since start, in `/health` (what `mcpwall benchmark` reconciles)
+        self.calls = {"processed": 0, "blocked": 0, "failed": 0}
         # Set by stages in bind() when they are in the pipeline (see each stage's module).
         self.approvals: Any = None
         self.ui_app: Any = None
@@ -221,6 +223,8 @@ class Gateway:
             raise
         finally:
             session.inflight.pop(ctx.id, None)
+            if ctx.method == "tools/call":
+                self._count_call(ctx.outcome)
             if ctx.response is not None and self.taps:
                 self.tap(session, "out", ctx.response)
             await self.pipeline.complete(ctx)
@@ -520,8 +524,17 @@ class Gateway:
 
     # ------------------------------------------------------------------ status
 
+    def _count_call(self, outcome: str | None) -> None:
+        counts = self.calls
+        counts["processed"] += 1
+        if outcome == "deny":
+            counts["blocked"] += 1
+        elif outcome in ("error", "failed", "timeout"):
+            counts["failed"] += 1
+
     def status(self) -> dict[str, Any]:
         return {
+            "calls": dict(self.calls),
             "servers": {name: s.status() for name, s in self.servers.items()},
             "sessions": len(self.sessions),
             "collisions": collisions(self.servers.values()).as_dict(),
