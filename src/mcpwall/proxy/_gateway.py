@@ -134,6 +134,33 @@ class Gateway:
         self.sessions[session.id] = session
         return session
 
+    async def refused(self, msg: Any, code: int, message: str, *, session: Session | None = None,
+                      server: str | None = None, **fields: Any) -> None:
+        """Record the tools/call requests in `msg` (a message or a batch) that were refused before
+        they could enter the pipeline: no token, an unknown server or session, a bad envelope.
+
+        SPEC 5: every tools/call the gateway sees has its ledger row, and these are the ones an
+        attacker probing the gateway sends. They pass only the pipeline's completion (ledger,
+        metrics, dashboard), as `rejected`, never a stage's checks or an upstream.
+        """
+        for m in msg if isinstance(msg, list) else [msg]:
+            if not isinstance(m, dict) or m.get("method") != "tools/call":
+                continue
+            params = m.get("params") if isinstance(m.get("params"), dict) else {}
+            assert params is not None
+            rid = m.get("id") if isinstance(m.get("id"), int | str) and not isinstance(m.get("id"), bool) else None
+            name = params.get("name")
+            target = name if isinstance(name, str) else ""
+            qualified = split(target) if server is None and (session is None or session.server is None) else None
+            if qualified is not None:
+                server, target = qualified
+            ctx = RequestContext(self, session or Session(kind="plain", server=server, **fields), m, "tools/call",
+                                 rid if rid is not None else "", params, server=server, target=target)
+            ctx.outcome = "rejected"
+            ctx.error_message = message
+            ctx.response = error(rid, code, message)
+            await self.pipeline.complete(ctx)
+
     def close_session(self, session: Session) -> None:
         if session.closed:
             return
@@ -175,6 +202,7 @@ class Gateway:
         except ProtocolError as exc:
             if self.taps:
                 self.tap(session, "in", msg)
+            await self.refused(msg, exc.code, exc.message, session=session, server=session.server)
             return exc.to_message()
         if self.taps and kind != "request":
             self.tap(session, "in", msg)
@@ -194,6 +222,7 @@ class Gateway:
         except ProtocolError as exc:
             if self.taps:
                 self.tap(session, "in", msg)
+            await self.refused(msg, exc.code, exc.message, session=session, server=session.server)
             return exc.to_message()
         if kind != "request":
             return error(None, ErrorCode.INVALID_REQUEST, "expected a request")

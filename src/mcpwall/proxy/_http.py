@@ -124,10 +124,14 @@ class HttpFrontend:
             await self.extra(scope, receive, send)
             return
         reject, identity = self.auth.admit(headers)
+        parts = [p for p in path.split("/") if p]
         if reject is not None:
+            if method == "POST" and len(parts) <= 2 and (len(parts) == 1 or parts[0] == "mcp"):
+                # An unauthenticated tools/call is recorded too (an attempt is evidence).
+                await self._refused(receive, reject.code, reject.message, None if parts[0] == "mcp" else parts[0],
+                                    scope, parts[1] if parts[0] == "mcp" and len(parts) == 2 else None)
             await _reply_json(send, reject.http_status, error(None, reject.code, reject.message))
             return
-        parts = [p for p in path.split("/") if p]
         if not parts:
             await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
             return
@@ -149,7 +153,11 @@ class HttpFrontend:
             return
         if len(parts) == 1:
             if parts[0] not in self.gateway.servers:
-                await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {parts[0]!r}"))
+                text = f"Unknown server: {parts[0]!r}"
+                rid = None
+                if method == "POST":
+                    rid = await self._refused(receive, ErrorCode.METHOD_NOT_FOUND, text, parts[0], scope)
+                await _reply_json(send, 404, error(rid, ErrorCode.METHOD_NOT_FOUND, text))
                 return
             if method == "POST":
                 await self._plain_post(scope, receive, send, parts[0], headers, identity)
@@ -158,6 +166,28 @@ class HttpFrontend:
                 await _reply_json(send, 200, self._server_info(parts[0], scope, headers))
                 return
         await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
+
+    async def _refused(self, receive: Receive, code: int, text: str, server: str | None, scope: Scope,
+                       via: str | None = None) -> Any:
+        """Read a refused POST's body and record the tools/call in it (see Gateway.refused);
+        returns the request's id when there is one, for the answer."""
+        try:
+            msg = orjson.loads(await _read_body(receive, MAX_MESSAGE_BYTES))
+        except (orjson.JSONDecodeError, _BodyTooLarge, ConnectionError):
+            return None
+        await self.gateway.refused(msg, code, text, server=server or via, peer=_peer(scope))
+        rid = msg.get("id") if isinstance(msg, dict) else None
+        return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
+
+    async def _refused_unparsed(self, raw: bytes, exc: ProtocolError, server: str | None, scope: Scope) -> None:
+        """A body `parse` refused (a batch, over the size bound...): record the tools/call in it."""
+        if b"tools/call" not in raw or len(raw) > MAX_MESSAGE_BYTES:
+            return
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return
+        await self.gateway.refused(value, exc.code, exc.message, server=server, peer=_peer(scope))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -219,6 +249,7 @@ class HttpFrontend:
         try:
             msg = parse(raw)
         except ProtocolError as exc:
+            await self._refused_unparsed(raw, exc, server, scope)
             await _reply_json(send, 400, exc.to_message())
             return
         is_init = msg.get("method") == "initialize" and "id" in msg
@@ -229,6 +260,7 @@ class HttpFrontend:
         elif session is None:
             status = 404 if sid else 400
             text = "Session not found" if sid else "Bad Request: Mcp-Session-Id header is required"
+            await self.gateway.refused(msg, ErrorCode.INVALID_REQUEST, text, server=server, peer=_peer(scope))
             await _reply_json(send, status, error(msg.get("id") if isinstance(msg.get("id"), int | str) else None,
                                                   ErrorCode.INVALID_REQUEST, text))
             return
@@ -390,6 +422,7 @@ class HttpFrontend:
         except ConnectionError:
             return
         except ProtocolError as exc:
+            await self._refused_unparsed(raw, exc, server, scope)
             await _reply_json(send, 400, exc.to_message())
             return
         session = self._plain_session(server, identity or "", _peer(scope), headers)
