@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.proxy.harness import MCPWALL, MEMORY, PERMISSIVE, GatewayProcess
+from tests.proxy.harness import MCPWALL, MEMORY, PERMISSIVE, GatewayProcess, gateway
 
 pytestmark = pytest.mark.integration
 
@@ -61,6 +61,19 @@ def test_foreign_host_and_origin_are_refused(gw: GatewayProcess) -> None:
     assert r.status_code == 403
     r = httpx.post(f"{gw.url}/memory", json=PING, headers={**gw.headers, "Origin": "http://localhost:3000"})
     assert r.status_code == 200
+    # /health is public, but not to a page on another origin
+    assert httpx.get(f"{gw.url}/health", headers={"Host": "evil.example"}).status_code == 403
+    assert httpx.get(f"{gw.url}/health", headers={**gw.headers, "Origin": "http://evil.example"}).status_code == 403
+    # a Host that is not host[:port] is no loopback host, whatever it starts with
+    for host in ("localhost:80@evil.com", "127.0.0.1:9420/x", "localhost:abc", "localhost :80"):
+        r = httpx.post(f"{gw.url}/memory", json=PING, headers={**gw.headers, "Host": host})
+        assert r.status_code == 403, host
+
+
+def test_an_explain_body_over_the_bound_is_an_invalid_request(gw: GatewayProcess) -> None:
+    r = gw.post("/memory/explain", b'{"tool": "' + b"x" * (4 * 1024 * 1024) + b'"}')
+    assert r.status_code == 413
+    assert r.json()["error"]["code"] == -32600
 
 
 def test_a_token_on_the_command_line_is_refused(tmp_path: Path) -> None:
@@ -180,3 +193,10 @@ def test_a_named_token_is_an_identity_a_header_cannot_override(tmp_path: Path) -
         assert "result" in g.post("/memory", PING, headers={"x-agent-id": "admin"}).json()
     finally:
         g.stop()
+
+
+def test_server_names_and_the_gateways_own_routes(tmp_path: Path) -> None:
+    with gateway(tmp_path, {"uitools": MEMORY, "mcp": MEMORY}) as g:
+        r = g.post("/uitools", PING)  # its plain route, not the dashboard's /ui
+        assert "result" in r.json()
+        assert "'mcp': /mcp is the gateway's own route" in g.log.read_text()

@@ -74,6 +74,12 @@ def test_auth_checks_token_host_and_origin() -> None:
     assert auth.admit({"host": "attacker.example", "authorization": "Bearer tok-123"})[0].http_status == 403  # type: ignore[union-attr]
     assert auth.admit({"origin": "http://evil.example", "authorization": "Bearer tok-123"})[0].http_status == 403  # type: ignore[union-attr]
     assert auth.admit({"origin": "http://127.0.0.1:5173", "authorization": "Bearer tok-123"})[0] is None
+    assert auth.admit({"host": "[::1]:9420", "authorization": "Bearer tok-123"})[0] is None
+    assert auth.admit({"host": "localhost:80@evil.com", "authorization": "Bearer tok-123"})[0] is not None
+    v6 = AuthStage({"t": ""}, allowed_hosts=["::1", "gw.internal"])  # as --host gives them
+    assert v6.admit({"host": "[::1]:9420", "authorization": "Bearer t"})[0] is None
+    assert v6.admit({"host": "GW.internal:1", "authorization": "Bearer t"})[0] is None
+    assert v6.admit({"host": "", "authorization": "Bearer t"})[0] is not None
 
 
 async def test_protocol_stage_requires_initialize_first_on_sessions() -> None:

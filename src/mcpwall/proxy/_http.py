@@ -112,13 +112,18 @@ class HttpFrontend:
         method: str = scope["method"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if path == "/health" and method == "GET":
+            # Public without a token, but not to another origin (DNS rebinding): Host and Origin hold.
+            reject, _ = self.auth.admit(headers)
+            if reject is not None and reject.http_status == 403:
+                await _reply_json(send, 403, error(None, reject.code, reject.message))
+                return
             await self._health(send, headers)
             return
         admin = getattr(self.gateway, "admin_api", None)
         if admin is not None and path.startswith("/api/admin/"):
             await admin(scope, receive, send)  # checks the bearer token itself
             return
-        if self.extra is not None and path.startswith(("/ui", "/api/")):
+        if self.extra is not None and (path == "/ui" or path.startswith(("/ui/", "/api/"))):
             # The dashboard and the admin API: a Starlette app that checks its own
             # credentials (cookie + CSRF for the UI, bearer token for the API).
             await self.extra(scope, receive, send)
@@ -447,7 +452,11 @@ class HttpFrontend:
 
         try:
             body = orjson.loads(await _read_body(receive, MAX_MESSAGE_BYTES))
-        except (orjson.JSONDecodeError, _BodyTooLarge, ConnectionError):
+        except _BodyTooLarge:
+            await _reply_json(send, 413, error(None, ErrorCode.INVALID_REQUEST,
+                                               f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
+            return
+        except (orjson.JSONDecodeError, ConnectionError):
             await _reply_json(send, 400, error(None, ErrorCode.PARSE_ERROR, "explain needs a JSON body"))
             return
         if server not in self.gateway.servers and server != "_":

@@ -9,6 +9,7 @@ plain JSON-RPC POST.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +23,8 @@ from mcpwall.proxy._aggregate import valid_server_name
 
 _TYPES = {"http": "streamable-http", "streamable-http": "streamable-http", "streamableHttp": "streamable-http",
           "sse": "sse", "stdio": "stdio"}
+
+log = logging.getLogger("mcpwall")
 
 
 def spec_from_entry(name: str, entry: Mapping[str, Any], where: str) -> ServerSpec:
@@ -70,11 +73,18 @@ def load_servers_file(path: Path) -> dict[str, ServerSpec]:
     return out
 
 
+#: First path segments the gateway serves itself: a server named so has no `POST /{server}` route.
+RESERVED_NAMES = frozenset({"mcp", "ui", "api"})
+
+
 def check_names(servers: Mapping[str, ServerSpec]) -> None:
     for name in servers:
         if not valid_server_name(name):
             raise ConfigError(f"server name {name!r} is not usable: letters, digits, '.', '-' and single '_' "
                               "only (the aggregated endpoint names tools server__tool)")
+        if name.lower() in RESERVED_NAMES:
+            log.warning("server %r: /%s is the gateway's own route, so its plain route POST /%s is not served; "
+                        "reach it through /mcp/%s or /mcp (rename it to use the plain route)", name, name, name, name)
 
 
 __all__ = ["check_names", "load_servers_file", "spec_from_entry"]

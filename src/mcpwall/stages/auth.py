@@ -9,6 +9,7 @@ browser page on another origin must not reach a loopback gateway.
 from __future__ import annotations
 
 import hmac
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,11 +20,22 @@ from mcpwall.stages._base import Reject, Stage
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
+#: A Host header is `host` or `host:port`, the host a name, an IPv4 or a bracketed IPv6 literal.
+_HOST = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::[0-9]{1,5})?$")
+
+
 def _host_only(value: str) -> str:
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value.split("]", 1)[0] + "]"
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    """The host part of a Host header, lower-case; "" (never allowed) for anything else, such as
+    `localhost:80@evil.com`."""
+    m = _HOST.match(value.strip().lower())
+    return m.group(1) if m else ""
+
+
+def _allowed_form(host: str) -> str:
+    host = host.strip().lower()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 literal is bracketed in Host headers
+    return _host_only(host)
 
 
 class AuthStage(Stage):
@@ -34,7 +46,7 @@ class AuthStage(Stage):
         #: token -> identity (the agent id a token stands for; "" for the gateway token)
         self.tokens = dict(tokens or {})
         self.insecure_no_auth = insecure_no_auth
-        self.allowed_hosts = LOOPBACK_HOSTS | {_host_only(h) for h in allowed_hosts}
+        self.allowed_hosts = LOOPBACK_HOSTS | {h for h in map(_allowed_form, allowed_hosts) if h}
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.rejected = 0
 
