@@ -22,8 +22,10 @@ from mcpwall.policy._model import PolicyFile
 from tests.policy.helpers import WEEKEND, WORKDAY
 
 TOOLS = ["read_file", "write_file", "bash", "fetch", "echo"]
-WORDS = ["/etc/passwd", "/workspace/a", "http://10.0.0.1/x", "secret", "hello", "/tmp/x", "rm -rf /"]
-KEYS = ["path", "url", "token", "password", "content", "cmd", "Api_Key"]
+WORDS = ["/etc/passwd", "/workspace/a", "http://10.0.0.1/x", "secret", "hello", "/tmp/x", "rm -rf /",
+         # spellings that only some parsers resolve (probe 2: F1, F2, F4, F10)
+         "/workspace/a && rm -rf /", "http://10.0.0.1\\@a.example/", "http:167772161/", "167772161"]
+KEYS = ["path", "url", "token", "password", "content", "cmd", "Api_Key", "host"]
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -26,63 +26,13 @@ from typing import Any
 
 from mcpwall.policy._compile import CompiledPolicy, CRule
 from mcpwall.policy._decision import PRECEDENCE, Action, Decision, RuleTrace
-from mcpwall.policy._facts import ArgValue, Call, Context, Facts
-from mcpwall.policy._normalize import url_host
+from mcpwall.policy._facts import Call, Context, Facts
 from mcpwall.policy._plan import decide_fast
+from mcpwall.policy._view import View
 
 _DECIDING = {"allow": "allow", "deny": "deny", "warn": "warn", "ask": "ask",
              "rewrite": "allow", "preprocess": "allow", "postprocess": "allow"}
 _BY_LEVEL = {v: k for k, v in PRECEDENCE.items()}
-
-
-class _View:
-    """Per-call text lists, computed once and only when a rule needs them."""
-
-    __slots__ = ("_free_net", "_free_path", "allow_hits", "facts", "policy")
-
-    def __init__(self, facts: Facts, policy: CompiledPolicy) -> None:
-        self.facts = facts
-        self.policy = policy
-        self._free_path: tuple[ArgValue, ...] | None = None
-        self._free_net: tuple[ArgValue, ...] | None = None
-        self.allow_hits: list[str] = []
-
-    def _path_allowed(self, v: ArgValue) -> bool:
-        c = v.canonical
-        return any(c == p or c.startswith(p if p.endswith("/") else p + "/") for p in self.policy.allow_paths)
-
-    def _host_allowed(self, v: ArgValue) -> bool:
-        host = url_host(v.canonical)
-        if host is None:
-            return False
-        return any(host == h or (h.startswith(".") and (host.endswith(h) or host == h[1:]))
-                   for h in self.policy.allow_hosts)
-
-    def free_path_values(self) -> tuple[ArgValue, ...]:
-        if self._free_path is None:
-            if not self.policy.allow_paths:
-                self._free_path = self.facts.values
-            else:
-                self._free_path = tuple(v for v in self.facts.values if not self._path_allowed(v))
-        return self._free_path
-
-    def free_net_values(self) -> tuple[ArgValue, ...]:
-        if self._free_net is None:
-            if not self.policy.allow_hosts:
-                self._free_net = self.facts.values
-            else:
-                self._free_net = tuple(v for v in self.facts.values if not self._host_allowed(v))
-        return self._free_net
-
-    def implicit_allows(self) -> list[str]:
-        hits = []
-        if self.policy.allow_paths and any(self._path_allowed(v) for v in self.facts.values):
-            hits.append("allowlist.paths")
-        if self.policy.allow_hosts and any(self._host_allowed(v) for v in self.facts.values):
-            hits.append("allowlist.hosts")
-        return hits
-
-
 def name_texts(rule: CRule, call: Call) -> tuple[str, ...] | None:
     """The name-level texts a rule's target looks at, or None for argument-level targets."""
     target = rule.target
@@ -99,7 +49,7 @@ def name_texts(rule: CRule, call: Call) -> tuple[str, ...] | None:
     return None
 
 
-def _texts(rule: CRule, view: _View, exempt: bool) -> Iterator[tuple[str, str]]:
+def _texts(rule: CRule, view: View, exempt: bool) -> Iterator[tuple[str, str]]:
     """(text, where) pairs the rule's target looks at; restrictive rules see every spelling."""
     facts = view.facts
     call = facts.call
@@ -203,7 +153,11 @@ def _constraint_failure(rule: CRule, facts: Facts) -> str | None:
         else:
             canonical = json.dumps(raw, separators=(",", ":"), sort_keys=True)
             spellings = (canonical,)
-        if c.kind == "equals" or c.kind == "in":
+        if c.kind != "notIn" and any("\x00" in s for s in spellings):
+            # A C API stops at the NUL; the canonical spelling is the text before it,
+            # which must not be what lets `/workspace/a\0/../../etc/passwd` through.
+            ok = False
+        elif c.kind == "equals" or c.kind == "in":
             ok = canonical in c.values
         elif c.kind == "startsWith":
             ok = any(canonical.startswith(v) for v in c.values)
@@ -248,7 +202,7 @@ def finish(rule: CRule, facts: Facts, ctx: Context, detail: str) -> tuple[str, s
     return "matched", detail
 
 
-def _check(rule: CRule, view: _View, ctx: Context, exempt: bool) -> tuple[str, str]:
+def _check(rule: CRule, view: View, ctx: Context, exempt: bool) -> tuple[str, str]:
     """Return (status, detail) for one rule on one call."""
     r = rule
     if not in_scope(r, view.facts.call):
@@ -301,7 +255,7 @@ def evaluate_slow(policy: CompiledPolicy, facts: Facts, ctx: Context, *, trace: 
     traces: list[RuleTrace] | None = [] if trace else None
     if facts.truncated:
         return _decide(policy, [], traces, facts, uninspectable=True)
-    view = _View(facts, policy)
+    view = View(facts, policy)
     matched: list[tuple[CRule, str, str]] = []
     corp_allow = _tool_allowlisted(policy.corp_allow_tools, facts)
     allowlisted = corp_allow or _tool_allowlisted(policy.allow_tools, facts)

@@ -14,6 +14,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from mcpwall.policy._host import host_value, is_host_key
 from mcpwall.policy._normalize import forms
 
 #: Values beyond these bounds are not inspected one by one; the call is then
@@ -146,6 +147,12 @@ class _Walker:
 
     def _leaf(self, text: str, path: str, key: str) -> None:
         variants, canonical = forms(text, self.home)
+        if key and is_host_key(key):
+            # `{"host": "2130706433"}` reaches 127.0.0.1 as surely as a URL does. Only
+            # restrictive rules get the host's spellings: the canonical one stays the text.
+            extra = tuple(h for h in host_value(text) if h not in variants)
+            if extra:
+                variants += extra
         if self.realpath is not None:
             variants, canonical = self._resolve_links(variants, canonical)
         self.values.append(ArgValue(path, key, text, variants, canonical))
