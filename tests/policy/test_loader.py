@@ -212,3 +212,25 @@ class TestCorp:
     def test_inline_corp_block(self, write_policy: Callable[..., Path]) -> None:
         profile = write_policy("defaultAction: allow\ncorp:\n  rules:\n    - {id: c, tools: [rm], action: deny}\n")
         assert decide(compile_policy(load_policy(profile)), "rm").action == "deny"
+
+
+def test_rules_that_repeat_an_id_in_one_file_all_apply(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # mcp-seatbelt evaluates every rule: a repeated id must not make the earlier deny vanish.
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaultAction: allow\nrules:\n"
+                    "  - {id: dup, tools: [rm_all], action: deny}\n"
+                    "  - {id: dup, tools: [read_file], action: warn}\n")
+    policy = compile_policy(load_policy(path))
+    assert decide(policy, "rm_all").action == "deny"
+    warned = decide(policy, "read_file")
+    assert (warned.action, warned.rule_ids) == ("warn", ("dup#2",))
+    assert "rule id 'dup' is used again in the same file" in caplog.text
+    assert f"{path}:4" in caplog.text  # where the second one is
+
+
+def test_a_rule_of_the_same_id_in_an_extending_file_still_overrides_the_base(tmp_path: Path) -> None:
+    (tmp_path / "base.yaml").write_text("rules:\n  - {id: r, tools: [t], action: deny}\n")
+    (tmp_path / "policy.yaml").write_text("extends: [base.yaml]\ndefaultAction: allow\n"
+                                          "rules:\n  - {id: r, tools: [t], action: warn}\n")
+    policy = compile_policy(load_policy(tmp_path / "policy.yaml"))
+    assert decide(policy, "t").action == "warn"

@@ -10,6 +10,7 @@ Errors are `PolicyError`s that name the file, the line and the rule id.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from mcpwall.policy._model import (
 )
 
 Path_ = tuple[str | int, ...]
+
+log = logging.getLogger("mcpwall.policy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +226,7 @@ def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, 
         _merge_into(layer, base)
         scalars.update({k: v for k, v in base_scalars.items() if v is not None})
     own = [PlacedRule(rule, Origin(str(path), lines.get(("rules", i)))) for i, rule in enumerate(doc.rules)]
-    _merge_rules(layer.rules, own)
+    _merge_rules(layer.rules, _distinct_ids(own))
     if doc.allowlist:
         for key in layer.allowlist:
             layer.allowlist[key] = _union(layer.allowlist[key], getattr(doc.allowlist, key))
@@ -245,6 +248,25 @@ def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, 
         corp_path = Path(os.path.expanduser(doc.corp))
         scalars["corp"] = corp_path if corp_path.is_absolute() else resolved.parent / corp_path
     return layer, scalars
+
+
+def _distinct_ids(placed: list[PlacedRule]) -> list[PlacedRule]:
+    """Rules of one file that repeat an id all apply, as in mcp-seatbelt, under `id#2`, `id#3`...
+
+    A later rule of the same id overriding the earlier one is how `extends` works between
+    files; within one file it would make a rule vanish without a word (a deny, say).
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for p in placed:
+        n = seen[p.rule.id] = seen.get(p.rule.id, 0) + 1
+        if n > 1:
+            new_id = f"{p.rule.id}#{n}"
+            log.warning("%s:%s: rule id %r is used again in the same file; both rules apply, this one as %r",
+                        p.origin.file, p.origin.line or "?", p.rule.id, new_id)
+            p = PlacedRule(p.rule.model_copy(update={"id": new_id}), p.origin)
+        out.append(p)
+    return out
 
 
 def _merge_rules(into: list[PlacedRule], rules: Sequence[PlacedRule]) -> None:
@@ -321,7 +343,7 @@ def resolve_document(doc: PolicyFile, file: str = "<policy>") -> ResolvedPolicy:
     for ext in doc.extends or []:
         base, _ = _load_layer(Path(ext), ())
         _merge_into(layer, base)
-    _merge_rules(layer.rules, [PlacedRule(r, Origin(file, None)) for r in doc.rules])
+    _merge_rules(layer.rules, _distinct_ids([PlacedRule(r, Origin(file, None)) for r in doc.rules]))
     allow = doc.allowlist or Allowlist()
     return ResolvedPolicy(
         mode=doc.mode or "enforce",
