@@ -116,6 +116,19 @@ argConstraints:
             assert d.action == expected
             assert "ws" in d.rule_ids
 
+    @pytest.mark.parametrize(("value", "expected"), [
+        ("pull", "allow"), ("push", "deny"), ("PUSH", "deny"), ("push\n", "deny"), (" push ", "deny"),
+        (["push"], "deny"), (["pull", ["push"]], "deny"), ({"name": "push"}, "deny"), (["pull"], "allow"),
+    ])
+    def test_not_in_sees_through_whitespace_case_and_containers(self, value: object, expected: str) -> None:
+        # A server may trim, or take the first element of a list: none of those spellings may pass notIn.
+        p = compile_text(rules("""id: git
+tools: [git]
+action: allow
+argConstraints:
+  - {argName: subcommand, constraint: notIn, values: [push]}"""))
+        assert decide(p, "git", {"subcommand": value}).action == expected
+
     def test_constraints_on_absent_arguments_do_not_apply(self) -> None:
         p = compile_text(rules("""id: ws
 target: file

@@ -136,6 +136,23 @@ def _lookup(arguments: Any, path: str) -> Any:
     return current
 
 
+def _texts_inside(value: Any, limit: int = 256) -> list[str]:
+    """The scalar texts inside a list or mapping argument (breadth first, at most `limit`)."""
+    out: list[str] = []
+    queue = [value]
+    while queue and len(out) < limit:
+        item = queue.pop(0)
+        if isinstance(item, dict):
+            queue.extend(item.values())
+        elif isinstance(item, list | tuple):
+            queue.extend(item)
+        elif isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            out.append(str(item))
+    return out
+
+
 def _constraint_failure(rule: CRule, facts: Facts) -> str | None:
     """None when the constraints hold; else why the call must be denied."""
     applicable = 0
@@ -163,8 +180,9 @@ def _constraint_failure(rule: CRule, facts: Facts) -> str | None:
             ok = any(canonical.startswith(v) for v in c.values)
         elif c.kind == "regex":
             ok = any(r.search(canonical) for r in c.regexes)
-        else:  # notIn restricts, so any spelling in any case counts
-            ok = not any(s.casefold() in c.folded for s in (*spellings, canonical))
+        else:  # notIn restricts, so any spelling in any case, trimmed, counts, and so does any text inside
+            inner = () if isinstance(raw, str) else _texts_inside(raw)  # ["push"] and {"name": "push"} too
+            ok = not any(s.strip().casefold() in c.folded for s in (*spellings, canonical, *inner))
         if not ok:
             return f"Arg '{c.arg}'={canonical!r} fails {c.kind} {list(c.values)!r}"
     if rule.constraints and applicable == 0:
