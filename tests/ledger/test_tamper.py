@@ -281,3 +281,11 @@ def test_editing_the_stored_part_of_a_truncated_body_is_reported(filled: Callabl
     assert len(content) == 40
     sql(ledger, ("UPDATE event_body_blobs SET content = ? WHERE id = ?", (bytes(content).upper(), body_id)))
     assert broken_at(ledger) == (1, f"row 1: its body {body_id} was altered")
+
+
+@pytest.mark.parametrize("edit", ["size = size + 1", "truncated = 1", "stored = stored - 1"])
+def test_editing_what_a_body_row_says_about_its_content_is_reported(ledger: Ledger, edit: str) -> None:
+    # e.g. marking a whole body as cut off, so that its content would no longer be checked
+    body_id = next(r for r in rows_of(ledger, "tool_calls") if r[0] == 2)[COLS.index("response_body_id")]
+    sql(ledger, (f"UPDATE event_body_blobs SET {edit} WHERE id = ?", (body_id,)))
+    assert broken_at(ledger) == (2, f"row 2: its body {body_id} was altered")

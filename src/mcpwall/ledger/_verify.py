@@ -150,19 +150,19 @@ def _check_rules(key: bytes, row: tuple[Any, ...], rule_rows: list[tuple[Any, ..
     return None
 
 
-def _bodies(conn: Connection, rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, bytes]]:
+def _bodies(conn: Connection, rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, int, int, bytes]]:
     ids = sorted({str(r[c]) for r in rows for c in _BODY_COLS if r[c]})
-    out: dict[str, tuple[int, bytes]] = {}
+    out: dict[str, tuple[int, int, int, bytes]] = {}
     for i in range(0, len(ids), 500):
         part = ids[i:i + 500]
         marks = ", ".join("?" for _ in part)
-        for body_id, truncated, content in conn.execute(
-                f"SELECT id, truncated, content FROM event_body_blobs WHERE id IN ({marks})", part):
-            out[str(body_id)] = (int(truncated), bytes(content))
+        for body_id, size, stored, truncated, content in conn.execute(
+                f"SELECT id, size, stored, truncated, content FROM event_body_blobs WHERE id IN ({marks})", part):
+            out[str(body_id)] = (int(size), int(stored), int(truncated), bytes(content))
     return out
 
 
-def _check_bodies(row: tuple[Any, ...], bodies: dict[str, tuple[int, bytes]]) -> str | None:
+def _check_bodies(row: tuple[Any, ...], bodies: dict[str, tuple[int, int, int, bytes]]) -> str | None:
     for col in _BODY_COLS:
         body_id = row[col]
         if not body_id:
@@ -170,10 +170,16 @@ def _check_bodies(row: tuple[Any, ...], bodies: dict[str, tuple[int, bytes]]) ->
         found = bodies.get(str(body_id))
         if found is None:
             return f"its body {body_id} is missing from event_body_blobs"
-        truncated, content = found
-        whole, stored = body_digest(str(body_id))
-        expected = stored if truncated else whole
-        if expected is not None and hashlib.sha256(content).hexdigest() != expected:
+        size, stored, truncated, content = found
+        whole, stored_digest = body_digest(str(body_id))
+        prefixed = "-" in str(body_id)  # written with the time prefix: the id says whether it was cut
+        if truncated:
+            ok = (stored == len(content) < size and (stored_digest is not None or not prefixed) and
+                  (stored_digest is None or hashlib.sha256(content).hexdigest() == stored_digest))
+        else:
+            ok = (size == stored == len(content) and stored_digest is None and
+                  hashlib.sha256(content).hexdigest() == whole)
+        if not ok:
             return f"its body {body_id} was altered"
     return None
 
