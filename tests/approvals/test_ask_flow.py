@@ -122,6 +122,7 @@ async def test_an_unanswered_ask_is_denied_at_its_timeout(tmp_path: Path) -> Non
         assert refused.value.code == -32001
         assert refused.value.data["approval"]["status"] == "expired"
         assert refused.value.data["rule_ids"] == ["ask-echo"]
+        assert refused.value.data["mode"] == "enforce"  # the same error data as any policy block (ERRORS.md)
         [row] = gw.ledger_rows("echo")
         assert (row["decision"], row["outcome"]) == ("deny", "ask-denied")
         assert row["notes"]["approval"]["status"] == "expired"

@@ -134,7 +134,7 @@ class Approvals:
         call = call_view(ctx)
         book = self.book
         data: dict[str, Any] = {"reasons": list(decision.reasons), "rule_ids": list(decision.rule_ids),
-                                "revision": decision.revision}
+                                "revision": decision.revision, "mode": decision.mode}
         grant = book.use_grant(call, decision.rule_ids)
         if grant is not None:
             self._count("granted")
