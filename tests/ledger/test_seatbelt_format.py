@@ -11,6 +11,7 @@ and a tampered line must be reported by line number; the ledger's
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -137,11 +138,18 @@ def test_the_ledger_export_verifies_under_seatbelts_algorithm_and_ours(filled: C
     first = json.loads(lines[0])
     assert list(first)[:8] == ["_seq", "_hmac", "toolName", "description", "args", "action", "timestamp", "reason"]
     assert first["args"] == {"message": "call 1", "n": 1}
+    entries_out = [json.loads(line) for line in lines]
+    # seatbelt's vocabulary and precision; how a call ended stays in `outcome`
+    assert {e["action"] for e in entries_out} <= {"allow", "deny", "warn", "redact"}
+    assert {e["outcome"] for e in entries_out} >= {"ok", "deny", "error"}
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", e["timestamp"]) for e in entries_out)
     assert json.loads(node("verify", str(out), SECRET)) == {"total": 23, "tampered": []}
     assert verify_cli(out, secret_file).exit_code == 0
     _tamper(out, "edit")
     assert json.loads(node("verify", str(out), SECRET))["tampered"] == [3]
     assert "BROKEN at line 3" in verify_cli(out, secret_file).output
+    report = verify_jsonl(out, secret_file.read_bytes().strip())
+    assert report.last_seq == 1  # the _seq of the last good entry (line 2), not a line number
 
 
 def test_the_export_is_signed_with_the_ledger_key_by_default(filled: Callable[..., Ledger], tmp_path: Path) -> None:

@@ -107,14 +107,27 @@ def signed_line(secret: bytes, seq: int, entry: dict[str, Any]) -> str:
     return js_stringify({"_seq": seq, "_hmac": entry_hmac(secret, seq, entry), **entry})
 
 
+#: seatbelt's `action` is allow | deny | warn | redact; our other decision words say how a call
+#: ended, which `outcome` keeps: refused ones were denied; failed ones, and an `ask` a person
+#: approved, had been allowed.
+_SEATBELT_ACTION = {"allow": "allow", "deny": "deny", "warn": "warn", "redact": "redact", "invalid": "deny",
+                    "rejected": "deny", "ask-denied": "deny"}
+_MICROS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\d*Z$")
+
+
 def entry_from_row(row: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
-    """A ledger `tool_calls` row as a seatbelt audit entry (plus our fields, which the HMAC covers too)."""
+    """A ledger `tool_calls` row as a seatbelt audit entry (plus our fields, which the HMAC covers too).
+
+    `action` and `timestamp` are in seatbelt's vocabulary and precision (milliseconds, as
+    `Date.toISOString()` writes them), so seatbelt's readers can filter on them.
+    """
+    decision = str(row.get("decision") or "")
     entry: dict[str, Any] = {
         "toolName": row.get("tool_name") or "",
         "description": "",
         "args": args,
-        "action": row.get("decision") or "",
-        "timestamp": row.get("ts") or "",
+        "action": _SEATBELT_ACTION.get(decision, "allow"),
+        "timestamp": _MICROS.sub(r"\1Z", str(row.get("ts") or "")),
         "reason": "; ".join(row.get("reasons") or []),
     }
     extras = {"server": row.get("server_name"), "client": row.get("client"), "agent": row.get("agent_id"),
@@ -161,7 +174,7 @@ def verify_jsonl(path: Path, secret: bytes) -> VerifyReport:
             return report.fail(number, f"line {number}: _seq {seq} follows _seq {previous}: {kind}")
         previous = seq
         report.rows += 1
-        report.last_seq = number
+        report.last_seq = seq
     return report
 
 
