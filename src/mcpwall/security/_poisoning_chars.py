@@ -134,10 +134,17 @@ def visible_text(text: str) -> str:
     if text.isascii() and "\x1b" not in text:
         return text
     hidden = decode_tags(text)
-    text = clean(text)
+    cleaned = clean(text)
+    if _INVISIBLE.search(text):
+        # Removed, an invisible character may join two words ("tool\u200bignore previous
+        # instructions" reads as "toolignore ..."); kept apart, it may split one ("ig\u200bnore").
+        # Both readings are scanned.
+        spaced = _INVISIBLE.sub(" ", _CONTROL.sub("", _ANSI.sub("", strip_ansi(text))))
+        if spaced.split() != cleaned.split():
+            cleaned = f"{cleaned}\n{spaced}"
     if hidden:
-        text = f"{text}\n{hidden}"
-    return unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
+        cleaned = f"{cleaned}\n{hidden}"
+    return unicodedata.normalize("NFKC", cleaned).translate(_CONFUSABLES)
 
 
 __all__ = ["HiddenChars", "clean", "decode_tags", "find_hidden", "visible_text"]
