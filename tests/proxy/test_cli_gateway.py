@@ -69,3 +69,21 @@ def test_a_gateway_does_not_load_the_mcp_sdk_it_never_uses(tmp_path: Path) -> No
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.parametrize(("section", "line", "says"), [
+    ("ledger:\n  bogus: 1\n", 3, "ledger: unknown key(s) bogus"),
+    ("ledger: {durability: sometimes}\n", 3, "ledger.durability must be"),
+    ("dlp:\n  bogus: 1\n", 3, "dlp"),
+    ("rbac:\n  bogus: 1\n", 3, "rbac: unknown key(s) bogus"),
+    ("stages:\n  ratelimit: {requestsPerMinute: 0}\n  pins:\n    nonsense: 1\n", 5, "stages.pins: unknown key(s)"),
+])
+def test_a_bad_policy_section_is_refused_naming_its_file_and_line(tmp_path: Path, section: str, line: int,
+                                                                  says: str) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text('version: "1"\ndefaultAction: allow\n' + section)
+    proc = subprocess.run([MCPWALL, "proxy", "--home", str(tmp_path), "--port", "0"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert f"{policy}:{line}: " in proc.stderr, proc.stderr
+    assert says in proc.stderr

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +197,24 @@ _SECTIONS = ("dlp", "honeytokens", "ledger", "rbac", "stages")
 _SCALARS = ("version", "mode", "defaultAction", "defaultTimeoutMs", "allowSampling", "corp")
 
 
+def locate_section(files: Sequence[str], message: str) -> PolicyError:
+    """A section's error (`ledger: ...`, `stages.pins: ...`, `policy dlp: ...`) as a PolicyError
+    naming the file and line of that section: the last file of the extends chain that sets it."""
+    m = re.match(r"(?:policy )?([A-Za-z]+(?:\.[A-Za-z]+)*)", message)
+    path = tuple(m.group(1).split(".")) if m and m.group(1).split(".")[0] in _SECTIONS else ()
+    for file in files:  # the including file first: its sections win
+        if not path:
+            break
+        try:
+            _, lines = _parse_yaml(Path(file).read_text(encoding="utf-8"), file)
+        except (OSError, PolicyError, UnicodeDecodeError):
+            continue
+        for depth in range(len(path), 0, -1):
+            if path[:depth] in lines:
+                return PolicyError(message, file=file, line=lines[path[:depth]])
+    return PolicyError(message, file=files[0] if files else None)
+
+
 def _union(a: list[str], b: Sequence[str]) -> list[str]:
     return a + [x for x in b if x not in a]
 
@@ -367,4 +386,5 @@ def _canonical_action(action: str) -> str:
     return "deny" if action == "block" else action
 
 
-__all__ = ["Origin", "PlacedRule", "ResolvedPolicy", "load_policy", "parse_policy_text", "resolve_document"]
+__all__ = ["Origin", "PlacedRule", "ResolvedPolicy", "load_policy", "locate_section", "parse_policy_text",
+           "resolve_document"]

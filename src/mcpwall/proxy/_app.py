@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpwall.errors import ConfigError, PolicyError
 from mcpwall.policy import ServerSpec
+from mcpwall.policy._loader import locate_section
 from mcpwall.proxy._gateway import Gateway, GatewayOptions
 from mcpwall.proxy._http import HttpFrontend
 from mcpwall.proxy._policystore import PolicyStore
@@ -93,12 +95,21 @@ def build(settings: GatewaySettings) -> Built:
         tokens.update({t: identity for identity, t in load_named_tokens(settings.home).items()})
     auth = AuthStage(tokens, insecure_no_auth=settings.insecure_no_auth,
                      allowed_hosts=[settings.host, *settings.allowed_hosts], allowed_origins=settings.allowed_origins)
-    stages = default_stages(auth, dict(store.current.source.sections), settings)
-    for plugin in STAGE_PLUGINS:
-        stages = plugin(settings, stages)
-    gateway = Gateway(servers, store, stages, GatewayOptions(**settings.options))
-    for extend in EXTENSIONS:
-        extend(settings, gateway)
+    try:
+        stages = default_stages(auth, dict(store.current.source.sections), settings)
+        for plugin in STAGE_PLUGINS:
+            stages = plugin(settings, stages)
+        gateway = Gateway(servers, store, stages, GatewayOptions(**settings.options))
+        for extend in EXTENSIONS:
+            extend(settings, gateway)
+    except PolicyError:
+        raise
+    except ConfigError as exc:
+        # A section of the policy (ledger:, dlp:, rbac:, stages.*) its stage refused: say where it is.
+        files = store.current.source.files
+        if not files:
+            raise
+        raise locate_section(files, str(exc)) from exc
     return Built(settings, gateway, store, auth, source)
 
 
