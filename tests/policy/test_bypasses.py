@@ -346,3 +346,10 @@ SHIPPED = compile_text(template_text("default"))
 def test_the_shipped_default_allows_file_writes_in_business_hours_and_nothing_else_by_it(
         tool: str, args: dict[str, object], expected: str) -> None:
     assert decide(SHIPPED, tool, args, now=WORKDAY).action == expected
+
+
+@pytest.mark.parametrize("name", ["kill", "KILL", "k\u0131ll", "k\u0130ll"])
+def test_a_tool_rule_denies_unicode_case_spellings_on_the_gateways_path_too(name: str) -> None:
+    # `decide` asserts the gateway's fast path and simulate's reference path agree
+    policy = compile_text(rules("id: deny-kill\ntools: [kill]\naction: deny", default="allow"))
+    assert decide(policy, name, {"a": 1}).action == "deny"

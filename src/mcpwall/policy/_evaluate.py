@@ -258,7 +258,9 @@ def evaluate(policy: CompiledPolicy, facts: Facts, ctx: Context, *, trace: bool 
     Plans and memoised decisions are caches keyed by their full inputs, so they
     do not make the result depend on anything but the arguments.
     """
-    if trace or facts.truncated or policy.allow_paths or policy.allow_hosts:
+    if trace or facts.truncated or policy.allow_paths or policy.allow_hosts or not facts.call.name.isascii():
+        # A non-ASCII tool name goes the reference way: its case folding (`kıll` is `kill` to a
+        # restrictive rule, as RE2 folds it) is not what the fast path's name index does.
         return evaluate_slow(policy, facts, ctx, trace=trace)
     return decide_fast(policy, facts, ctx, finish, _decide, _allowlisted, name_texts, in_scope)
 
