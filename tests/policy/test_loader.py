@@ -234,3 +234,12 @@ def test_a_rule_of_the_same_id_in_an_extending_file_still_overrides_the_base(tmp
                                           "rules:\n  - {id: r, tools: [t], action: warn}\n")
     policy = compile_policy(load_policy(tmp_path / "policy.yaml"))
     assert decide(policy, "t").action == "warn"
+
+
+def test_a_tool_written_as_an_aggregated_name_is_warned_about(tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("rules:\n  - {id: no-delete, tools: [fs__delete_file], action: deny}\n")
+    load_policy(path)
+    assert f"{path}:2: rule 'no-delete' names tools as an aggregating client sees them" in caplog.text
+    assert "`tools: [delete_file]` with `servers: [fs]`" in caplog.text

@@ -245,7 +245,7 @@ def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, 
         _merge_into(layer, base)
         scalars.update({k: v for k, v in base_scalars.items() if v is not None})
     own = [PlacedRule(rule, Origin(str(path), lines.get(("rules", i)))) for i, rule in enumerate(doc.rules)]
-    _merge_rules(layer.rules, _distinct_ids(own))
+    _merge_rules(layer.rules, _own_rules(own))
     if doc.allowlist:
         for key in layer.allowlist:
             layer.allowlist[key] = _union(layer.allowlist[key], getattr(doc.allowlist, key))
@@ -269,15 +269,24 @@ def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, 
     return layer, scalars
 
 
-def _distinct_ids(placed: list[PlacedRule]) -> list[PlacedRule]:
-    """Rules of one file that repeat an id all apply, as in mcp-seatbelt, under `id#2`, `id#3`...
+def _own_rules(placed: list[PlacedRule]) -> list[PlacedRule]:
+    """A file's own rules, checked before they are merged.
 
-    A later rule of the same id overriding the earlier one is how `extends` works between
-    files; within one file it would make a rule vanish without a word (a deny, say).
+    Rules that repeat an id all apply, as in mcp-seatbelt, under `id#2`, `id#3`...: a later rule
+    of the same id overriding the earlier one is how `extends` works between files; within one
+    file it would make a rule vanish without a word (a deny, say). A tool written the way an
+    aggregating client sees it (`fs__delete_file`) never matches (rules see the server's own
+    name and the server separately), so it is warned about.
     """
     seen: dict[str, int] = {}
     out = []
     for p in placed:
+        qualified = [t for t in p.rule.tools or [] if "__" in t.strip("_")]
+        if qualified:
+            server, _, tool = qualified[0].partition("__")
+            log.warning("%s:%s: rule %r names tools as an aggregating client sees them (%s); rules see the "
+                        "server's own tool name: write `tools: [%s]` with `servers: [%s]`", p.origin.file,
+                        p.origin.line or "?", p.rule.id, ", ".join(qualified), tool, server)
         n = seen[p.rule.id] = seen.get(p.rule.id, 0) + 1
         if n > 1:
             new_id = f"{p.rule.id}#{n}"
@@ -362,7 +371,7 @@ def resolve_document(doc: PolicyFile, file: str = "<policy>") -> ResolvedPolicy:
     for ext in doc.extends or []:
         base, _ = _load_layer(Path(ext), ())
         _merge_into(layer, base)
-    _merge_rules(layer.rules, _distinct_ids([PlacedRule(r, Origin(file, None)) for r in doc.rules]))
+    _merge_rules(layer.rules, _own_rules([PlacedRule(r, Origin(file, None)) for r in doc.rules]))
     allow = doc.allowlist or Allowlist()
     return ResolvedPolicy(
         mode=doc.mode or "enforce",
