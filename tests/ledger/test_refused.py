@@ -10,6 +10,7 @@ sent over HTTP, then the ledger is read back: one `tool_calls` row per call,
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,14 +36,17 @@ def call(rid: Any, name: str = "echo", params: Any = None, jsonrpc: str = "2.0")
 
 
 def rows(gw: GatewayProcess, expected: int) -> dict[Any, dict[str, Any]]:
+    """The ledger's tool_calls rows by request id, once `expected` rows are there; each id at most once."""
     deadline = time.monotonic() + 10
     while True:
         with open_ledger(gw.home, None, create=False) as ledger:
-            found = {r["request_id"]: r for r in ledger.iter_rows(LedgerQuery(order="asc", limit=200))}
+            listed = list(ledger.iter_rows(LedgerQuery(order="asc", limit=200)))
             ok = ledger.verify().ok
-        if len(found) >= expected or time.monotonic() > deadline:
+        if len(listed) >= expected or time.monotonic() > deadline:
             assert ok
-            return found
+            counts = Counter(r["request_id"] for r in listed)
+            assert all(n == 1 for n in counts.values()), counts  # exactly one row per call
+            return {r["request_id"]: r for r in listed}
         time.sleep(0.2)
 
 
@@ -62,15 +66,20 @@ def test_calls_refused_at_the_door_each_leave_one_row(gw: GatewayProcess) -> Non
                             headers={**auth, "Accept": "application/json, text/event-stream"})
     assert no_session.status_code == 400
     assert httpx.post(f"{gw.url}/everything", json=call(21), headers=auth).json()["result"]  # a good one
+    assert httpx.post(f"{gw.url}/", json=call(22)).status_code == 401  # no path, no token: refused, no row
+    assert httpx.post(f"{gw.url}/everything", json=call(23), headers={**auth, "Host": "evil.example"}
+                      ).status_code == 403  # rebinding guard: recorded too
+    assert httpx.post(f"{gw.url}/everything", json=[call(24), call(25)]).status_code == 401  # no batch at the door
 
-    found = rows(gw, 9)
-    assert set(found) == set(range(13, 22))
-    for rid in range(13, 21):
+    found = rows(gw, 10)
+    assert set(found) == set(range(13, 22)) | {23}
+    for rid in [*range(13, 21), 23]:
         row = found[rid]
         assert row["outcome"] == "rejected", row
         assert row["method"] == "tools/call"
         assert row["tool_name"] == (None if rid == 16 else "echo")  # 16's params are not an object
-    assert found[13]["server_name"] == "nosuch"
+    assert found[13]["server_name"] is None  # not a configured server: in the notes, not a metrics label
+    assert found[13]["notes"]["unknown_server"] == "nosuch"
     assert found[15]["server_name"] == "everything"  # from the aggregated name
     assert "nauthorized" in (found[14]["error_message"] or "")
     assert found[21]["outcome"] == "ok"

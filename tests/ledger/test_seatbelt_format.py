@@ -140,8 +140,8 @@ def test_the_ledger_export_verifies_under_seatbelts_algorithm_and_ours(filled: C
     assert first["args"] == {"message": "call 1", "n": 1}
     entries_out = [json.loads(line) for line in lines]
     # seatbelt's vocabulary and precision; how a call ended stays in `outcome`
-    assert {e["action"] for e in entries_out} <= {"allow", "deny", "warn", "redact"}
-    assert {e["outcome"] for e in entries_out} >= {"ok", "deny", "error"}
+    by_outcome = {e["outcome"]: e["action"] for e in entries_out}
+    assert by_outcome == {"ok": "allow", "deny": "deny", "error": "allow"}  # a tool error: the policy allowed it
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", e["timestamp"]) for e in entries_out)
     assert json.loads(node("verify", str(out), SECRET)) == {"total": 23, "tampered": []}
     assert verify_cli(out, secret_file).exit_code == 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,11 +25,15 @@ pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    g = GatewayProcess(tmp_path_factory.mktemp("gw-cancel"), {"everything": EVERYTHING}).start()
+@pytest.fixture
+def gw(tmp_path: Path) -> Iterator[GatewayProcess]:
+    """A gateway per test; after the test, its log must hold no ASGI error."""
+    g = GatewayProcess(tmp_path, {"everything": EVERYTHING}).start()
     yield g
     g.stop()
+    text = g.log.read_text(errors="replace")
+    assert "Exception in ASGI application" not in text
+    assert "without completing response" not in text
 
 
 def long_call(rid: int, name: str, progress: str | None = None) -> dict[str, Any]:
@@ -101,8 +106,3 @@ async def test_a_request_cancelled_on_the_plain_route_gets_no_answer(gw: Gateway
         assert r.status_code == 202
         assert r.content == b""
 
-
-def test_no_cancellation_left_an_error_in_the_log(gw: GatewayProcess) -> None:
-    text = gw.log.read_text(errors="replace")
-    assert "Exception in ASGI application" not in text
-    assert "without completing response" not in text

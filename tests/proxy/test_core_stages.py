@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mcpwall.errors import ConfigError
 from mcpwall.protocol import ErrorCode
 from mcpwall.proxy._pipeline import Pipeline
 from mcpwall.proxy._session import Session
@@ -76,7 +77,11 @@ def test_auth_checks_token_host_and_origin() -> None:
     assert auth.admit({"origin": "http://127.0.0.1:5173", "authorization": "Bearer tok-123"})[0] is None
     assert auth.admit({"host": "[::1]:9420", "authorization": "Bearer tok-123"})[0] is None
     assert auth.admit({"host": "localhost:80@evil.com", "authorization": "Bearer tok-123"})[0] is not None
-    v6 = AuthStage({"t": ""}, allowed_hosts=["::1", "gw.internal"])  # as --host gives them
+    v6 = AuthStage({"t": ""}, allowed_hosts=["::1", "gw.internal", "gw.example.com:9420", "10.0.0.5:9420"])
+    assert v6.admit({"host": "gw.example.com:9420", "authorization": "Bearer t"})[0] is None
+    assert v6.admit({"host": "10.0.0.5", "authorization": "Bearer t"})[0] is None
+    with pytest.raises(ConfigError):
+        AuthStage({"t": ""}, allowed_hosts=["localhost:80@evil.com"])
     assert v6.admit({"host": "[::1]:9420", "authorization": "Bearer t"})[0] is None
     assert v6.admit({"host": "GW.internal:1", "authorization": "Bearer t"})[0] is None
     assert v6.admit({"host": "", "authorization": "Bearer t"})[0] is not None

@@ -7,8 +7,9 @@
   the ordered record of what the gateway decided.
 - `security_rule_events`: one row per rule that decided a call, each MAC'd
   under its call's MAC.
-- `event_body_blobs`: full request and response bodies, stored once per
-  SHA-256, referenced by `request_body_id` / `response_body_id`.
+- `event_body_blobs`: full request and response bodies under `<time>-<sha256>`
+  ids (docs/LEDGER.md), a body a writer stored lately referenced again rather
+  than stored twice; referenced by `request_body_id` / `response_body_id`.
 - `state`: the StateStore of `mcpwall.state` (pins, honeytokens, approvals).
 - `ledger_head` (the chain's last seq and MAC, the write lock), `meta`
   (`ledger_id`), `schema_version`.

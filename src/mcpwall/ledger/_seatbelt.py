@@ -108,10 +108,11 @@ def signed_line(secret: bytes, seq: int, entry: dict[str, Any]) -> str:
 
 
 #: seatbelt's `action` is allow | deny | warn | redact; our other decision words say how a call
-#: ended, which `outcome` keeps: refused ones were denied; failed ones, and an `ask` a person
-#: approved, had been allowed.
-_SEATBELT_ACTION = {"allow": "allow", "deny": "deny", "warn": "warn", "redact": "redact", "invalid": "deny",
-                    "rejected": "deny", "ask-denied": "deny"}
+#: ended, which `outcome` keeps: failed ones, and an `ask` a person approved, had been allowed;
+#: every other word (invalid, rejected, rate limited, circuit open...) is a refusal.
+_SEATBELT_ACTION = {"allow": "allow", "warn": "warn", "redact": "redact", "error": "allow", "timeout": "allow",
+                    "failed": "allow", "cancelled": "allow", "ask": "allow", "rewrite": "allow",
+                    "preprocess": "allow", "postprocess": "allow"}
 _MICROS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\d*Z$")
 
 
@@ -126,7 +127,7 @@ def entry_from_row(row: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
         "toolName": row.get("tool_name") or "",
         "description": "",
         "args": args,
-        "action": _SEATBELT_ACTION.get(decision, "allow"),
+        "action": _SEATBELT_ACTION.get(decision, "deny"),
         "timestamp": _MICROS.sub(r"\1Z", str(row.get("ts") or "")),
         "reason": "; ".join(row.get("reasons") or []),
     }

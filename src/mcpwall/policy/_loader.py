@@ -197,9 +197,10 @@ _SECTIONS = ("dlp", "honeytokens", "ledger", "rbac", "stages")
 _SCALARS = ("version", "mode", "defaultAction", "defaultTimeoutMs", "allowSampling", "corp")
 
 
-def locate_section(files: Sequence[str], message: str) -> PolicyError:
+def locate_section(files: Sequence[str], message: str) -> PolicyError | None:
     """A section's error (`ledger: ...`, `stages.pins: ...`, `policy dlp: ...`) as a PolicyError
-    naming the file and line of that section: the last file of the extends chain that sets it."""
+    naming the file and line of that section (the first file of the extends chain that sets it),
+    or None when no file sets it."""
     m = re.match(r"(?:policy )?([A-Za-z]+(?:\.[A-Za-z]+)*)", message)
     path = tuple(m.group(1).split(".")) if m and m.group(1).split(".")[0] in _SECTIONS else ()
     for file in files:  # the including file first: its sections win
@@ -212,7 +213,7 @@ def locate_section(files: Sequence[str], message: str) -> PolicyError:
         for depth in range(len(path), 0, -1):
             if path[:depth] in lines:
                 return PolicyError(message, file=file, line=lines[path[:depth]])
-    return PolicyError(message, file=files[0] if files else None)
+    return None  # not about a section of these files (a key, a URL on the command line...)
 
 
 def _union(a: list[str], b: Sequence[str]) -> list[str]:

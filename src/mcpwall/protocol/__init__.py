@@ -81,6 +81,12 @@ def oversized_id(head: bytes, tail: bytes) -> RequestId | None:
     return value if isinstance(value, int | str) else None
 
 
+def request_id(msg: Any) -> RequestId | None:
+    """The id of a message, when it is one a JSON-RPC answer can carry (a string or an integer)."""
+    rid = msg.get("id") if isinstance(msg, dict) else None
+    return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
+
+
 def parse(raw: bytes | str) -> Message:
     """Parse one JSON-RPC message; raises ProtocolError with the code to answer."""
     if len(raw) > MAX_MESSAGE_BYTES:
@@ -181,5 +187,6 @@ __all__ = [
     "notification",
     "oversized_id",
     "parse",
+    "request_id",
     "result",
 ]

@@ -106,10 +106,10 @@ def build(settings: GatewaySettings) -> Built:
         raise
     except ConfigError as exc:
         # A section of the policy (ledger:, dlp:, rbac:, stages.*) its stage refused: say where it is.
-        files = store.current.source.files
-        if not files:
+        located = locate_section(store.current.source.files, str(exc))
+        if located is None:
             raise
-        raise locate_section(files, str(exc)) from exc
+        raise located from exc
     return Built(settings, gateway, store, auth, source)
 
 

@@ -19,10 +19,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from mcpwall import __version__
 from mcpwall.policy import ServerSpec
 from mcpwall.protocol import (
     LATEST_VERSION,
+    MAX_MESSAGE_BYTES,
     SUPPORTED_VERSIONS,
     ErrorCode,
     Message,
@@ -31,6 +34,7 @@ from mcpwall.protocol import (
     classify,
     error,
     notification,
+    request_id,
     result,
 )
 from mcpwall.proxy._aggregate import collisions, qualify, resource_owner, split
@@ -50,6 +54,8 @@ ROUTED = frozenset({"tools/call", "prompts/get", "resources/read", "resources/su
                     "resources/unsubscribe", "completion/complete"})
 _LIST_KEYS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources",
               "resources/templates/list": "resourceTemplates"}
+#: `_only_caller`'s answer when the requests in flight to a server come from more than one session.
+_SEVERAL: tuple[Any, Any] = (None, None)
 _CAPABILITY_FOR = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
                    "roots/list": "roots"}
 
@@ -78,7 +84,8 @@ class Gateway:
         #: Observers of every message in and out of every session (forensic capture).
         self.taps: list[Callable[[Session, str, Message], None]] = []
         self._refreshing: dict[tuple[str, str], bool] = {}
-        #: tools/call requests answered since start, in `/health` (what `mcpwall benchmark` reconciles)
+        #: tools/call requests that ended since start (answered, refused, cancelled), in `/health`
+        #: (what `mcpwall benchmark` reconciles)
         self.calls = {"processed": 0, "blocked": 0, "failed": 0}
         # Set by stages in bind() when they are in the pipeline (see each stage's module).
         self.approvals: Any = None
@@ -141,25 +148,41 @@ class Gateway:
 
         SPEC 5: every tools/call the gateway sees has its ledger row, and these are the ones an
         attacker probing the gateway sends. They pass only the pipeline's completion (ledger,
-        metrics, dashboard), as `rejected`, never a stage's checks or an upstream.
+        metrics, dashboard), as `rejected`, never a stage's checks or an upstream. A server name
+        that is not configured goes into the row's notes, not its server (nor a metrics label).
         """
         for m in msg if isinstance(msg, list) else [msg]:
             if not isinstance(m, dict) or m.get("method") != "tools/call":
                 continue
             params = m.get("params") if isinstance(m.get("params"), dict) else {}
             assert params is not None
-            rid = m.get("id") if isinstance(m.get("id"), int | str) and not isinstance(m.get("id"), bool) else None
+            rid = request_id(m)
             name = params.get("name")
-            target = name if isinstance(name, str) else ""
-            qualified = split(target) if server is None and (session is None or session.server is None) else None
+            target = name[:200] if isinstance(name, str) else ""
+            where = server
+            qualified = split(target) if where is None and (session is None or session.server is None) else None
             if qualified is not None:
-                server, target = qualified
-            ctx = RequestContext(self, session or Session(kind="plain", server=server, **fields), m, "tools/call",
-                                 rid if rid is not None else "", params, server=server, target=target)
+                where, target = qualified
+            ctx = RequestContext(self, session or Session(kind="plain", **fields), m, "tools/call",
+                                 rid if rid is not None else "", params,
+                                 server=where if where in self.servers else None, target=target)
+            if where is not None and where not in self.servers:
+                ctx.notes["unknown_server"] = where[:200]
             ctx.outcome = "rejected"
             ctx.error_message = message
             ctx.response = error(rid, code, message)
             await self.pipeline.complete(ctx)
+
+    async def refused_raw(self, raw: bytes, exc: ProtocolError, *, session: Session | None = None,
+                          server: str | None = None, **fields: Any) -> None:
+        """`refused` for a body `parse` could not take (a batch...), when it holds a tools/call."""
+        if b"tools/call" not in raw or len(raw) > MAX_MESSAGE_BYTES:
+            return
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return
+        await self.refused(value, exc.code, exc.message, session=session, server=server, **fields)
 
     def close_session(self, session: Session) -> None:
         if session.closed:
@@ -403,9 +426,10 @@ class Gateway:
 
     def _target_session(self, upstream: UpstreamServer, pending: Pending | None,
                         capability: str | None = None) -> tuple[Session, Emit | None] | None:
-        if pending is not None and pending.session_id in self.sessions:
-            session = self.sessions[pending.session_id]
-            if capability is not None and not session.supports(capability):
+        if pending is not None:
+            # Attributed: that request's session or nobody (it may have closed meanwhile).
+            session = self.sessions.get(pending.session_id or "")
+            if session is None or (capability is not None and not session.supports(capability)):
                 return None
             return session, pending.emit
         # Unattributed (a stdio upstream never says which request a message belongs to): only
@@ -413,19 +437,21 @@ class Gateway:
         # session's. Guessing among several, or asking an idle one, would show one client's
         # prompt or arguments to another and give its answer to the wrong caller.
         owner = self._only_caller(upstream)
-        if owner is None or (capability is not None and not owner[0].supports(capability)):
+        if owner is None or owner is _SEVERAL or (capability is not None and not owner[0].supports(capability)):
             return None
         return owner
 
     def _only_caller(self, upstream: UpstreamServer) -> tuple[Session, Emit | None] | None:
-        """The one session with requests in flight to `upstream` (and its newest request's emit), else None."""
+        """The one session with requests in flight to `upstream` (and its newest request's emit);
+        None when no session has any (the gateway's own requests do not count); `_SEVERAL` when
+        more than one has."""
         found: tuple[Session, Emit | None] | None = None
         for p in upstream.pending.values():
             session = self.sessions.get(p.session_id or "")
             if session is None:
                 continue
             if found is not None and found[0] is not session:
-                return None
+                return _SEVERAL
             found = (session, p.emit)
         return found
 
@@ -497,14 +523,13 @@ class Gateway:
                         self.spawn(s.push(notification(method, {**params, "requestId": did})))
         elif pending is not None:
             self.spawn(self._deliver(pending.session_id, pending.emit, msg))
-        elif upstream.pending:
-            # Sent while requests are in flight: it may carry one caller's data (a log line with
-            # its arguments), so it goes to that caller only, and nowhere when several call.
-            owner = self._only_caller(upstream)
-            if owner is not None:
-                self.spawn(self._deliver(owner[0].id, owner[1], msg))
-            else:
+        elif (owner := self._only_caller(upstream)) is not None:
+            # Sent while clients' requests are in flight: it may carry one caller's data (a log
+            # line with its arguments), so it goes to that caller only, and nowhere when several call.
+            if owner is _SEVERAL:
                 log.debug("[%s] %s dropped: requests of several clients in flight", upstream.name, method)
+            else:
+                self.spawn(self._deliver(owner[0].id, owner[1], msg))
         else:
             # Nothing in flight: the server speaks on its own (a periodic log line); the sessions
             # that asked it for logs get it.
@@ -556,7 +581,7 @@ class Gateway:
     def _count_call(self, outcome: str | None) -> None:
         counts = self.calls
         counts["processed"] += 1
-        if outcome == "deny":
+        if outcome in ("deny", "ask-denied"):  # both answered -32001
             counts["blocked"] += 1
         elif outcome in ("error", "failed", "timeout"):
             counts["failed"] += 1
@@ -642,15 +667,20 @@ async def _list(gw: Gateway, ctx: RequestContext) -> Message:
             log.warning("[%s] %s skipped: circuit open; listing its last known items", s.name, ctx.method)
             items = _known(s, key)
         else:
+            alive = False
             try:
                 items = await s._list_all(ctx.method, key, timeout)
+                alive = True
             except UpstreamError as exc:
-                if exc.reason != "error":  # an error answer is an answer; silence or a crash is not
-                    s.breaker.failure()
+                alive = exc.reason == "error"  # an error answer is an answer; silence or a crash is not
                 log.warning("[%s] %s failed: %s; listing its last known items", s.name, ctx.method, exc)
                 items = _known(s, key)
-            else:
-                s.breaker.success()
+            finally:
+                # Always settled, so a half-open breaker's probe never stays taken (cancelled too).
+                if alive:
+                    s.breaker.success()
+                else:
+                    s.breaker.failure()
         if key == "tools":
             s.catalog.tools = {t["name"]: t for t in items if isinstance(t.get("name"), str)}
         elif key == "prompts":

@@ -33,6 +33,7 @@ from mcpwall.protocol import (
     ProtocolError,
     error,
     parse,
+    request_id,
 )
 from mcpwall.proxy._gateway import Gateway
 from mcpwall.proxy._session import Session
@@ -47,6 +48,8 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 _KEEPALIVE_S = 15.0
+#: The most of an unauthenticated request's body read to record it (see `_refused`).
+_DOOR_BYTES = 64 * 1024
 SESSION_IDLE_S = 3600.0
 
 
@@ -131,10 +134,11 @@ class HttpFrontend:
         reject, identity = self.auth.admit(headers)
         parts = [p for p in path.split("/") if p]
         if reject is not None:
-            if method == "POST" and len(parts) <= 2 and (len(parts) == 1 or parts[0] == "mcp"):
-                # An unauthenticated tools/call is recorded too (an attempt is evidence).
+            if parts and method == "POST" and (len(parts) == 1 or (len(parts) == 2 and parts[0] == "mcp")):
+                # An unauthenticated tools/call is recorded too (an attempt is evidence), within bounds:
+                # one message of a small body, no batch.
                 await self._refused(receive, reject.code, reject.message, None if parts[0] == "mcp" else parts[0],
-                                    scope, parts[1] if parts[0] == "mcp" and len(parts) == 2 else None)
+                                    scope, parts[1] if len(parts) == 2 else None, limit=_DOOR_BYTES)
             await _reply_json(send, reject.http_status, error(None, reject.code, reject.message))
             return
         if not parts:
@@ -173,26 +177,17 @@ class HttpFrontend:
         await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
 
     async def _refused(self, receive: Receive, code: int, text: str, server: str | None, scope: Scope,
-                       via: str | None = None) -> Any:
+                       via: str | None = None, limit: int = MAX_MESSAGE_BYTES) -> Any:
         """Read a refused POST's body and record the tools/call in it (see Gateway.refused);
         returns the request's id when there is one, for the answer."""
         try:
-            msg = orjson.loads(await _read_body(receive, MAX_MESSAGE_BYTES))
+            msg = orjson.loads(await _read_body(receive, limit))
         except (orjson.JSONDecodeError, _BodyTooLarge, ConnectionError):
             return None
+        if limit < MAX_MESSAGE_BYTES and not isinstance(msg, dict):
+            return None
         await self.gateway.refused(msg, code, text, server=server or via, peer=_peer(scope))
-        rid = msg.get("id") if isinstance(msg, dict) else None
-        return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
-
-    async def _refused_unparsed(self, raw: bytes, exc: ProtocolError, server: str | None, scope: Scope) -> None:
-        """A body `parse` refused (a batch, over the size bound...): record the tools/call in it."""
-        if b"tools/call" not in raw or len(raw) > MAX_MESSAGE_BYTES:
-            return
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return
-        await self.gateway.refused(value, exc.code, exc.message, server=server, peer=_peer(scope))
+        return request_id(msg)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -254,7 +249,7 @@ class HttpFrontend:
         try:
             msg = parse(raw)
         except ProtocolError as exc:
-            await self._refused_unparsed(raw, exc, server, scope)
+            await self.gateway.refused_raw(raw, exc, server=server, peer=_peer(scope))
             await _reply_json(send, 400, exc.to_message())
             return
         is_init = msg.get("method") == "initialize" and "id" in msg
@@ -266,8 +261,7 @@ class HttpFrontend:
             status = 404 if sid else 400
             text = "Session not found" if sid else "Bad Request: Mcp-Session-Id header is required"
             await self.gateway.refused(msg, ErrorCode.INVALID_REQUEST, text, server=server, peer=_peer(scope))
-            await _reply_json(send, status, error(msg.get("id") if isinstance(msg.get("id"), int | str) else None,
-                                                  ErrorCode.INVALID_REQUEST, text))
+            await _reply_json(send, status, error(request_id(msg), ErrorCode.INVALID_REQUEST, text))
             return
         else:
             version = headers.get("mcp-protocol-version")
@@ -326,9 +320,10 @@ class HttpFrontend:
             # The client cancelled this request (notifications/cancelled) or ended its session
             # (DELETE): per MCP no answer follows, so the exchange ends as an event stream with
             # no response in it, instead of an error status or a cut connection.
-            if not streaming:
-                await send({"type": "http.response.start", "status": 200, "headers": _SSE + extra})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            async with lock or contextlib.nullcontext():  # after any progress event being written
+                if not streaming:
+                    await send({"type": "http.response.start", "status": 200, "headers": _SSE + extra})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         finally:
             if watcher is not None:
@@ -427,7 +422,7 @@ class HttpFrontend:
         except ConnectionError:
             return
         except ProtocolError as exc:
-            await self._refused_unparsed(raw, exc, server, scope)
+            await self.gateway.refused_raw(raw, exc, server=server, peer=_peer(scope))
             await _reply_json(send, 400, exc.to_message())
             return
         session = self._plain_session(server, identity or "", _peer(scope), headers)

@@ -74,7 +74,7 @@ def load_servers_file(path: Path) -> dict[str, ServerSpec]:
 
 
 #: First path segments the gateway serves itself: a server named so has no `POST /{server}` route.
-RESERVED_NAMES = frozenset({"mcp", "ui", "api"})
+RESERVED_NAMES = frozenset({"mcp", "ui"})
 
 
 def check_names(servers: Mapping[str, ServerSpec]) -> None:

@@ -75,9 +75,7 @@ class StdioFrontend:
         try:
             msg = parse(raw)
         except ProtocolError as exc:
-            if b"tools/call" in raw and len(raw) <= MAX_MESSAGE_BYTES:  # a batch of calls: each gets its row
-                with contextlib.suppress(orjson.JSONDecodeError):
-                    await self.gateway.refused(orjson.loads(raw), exc.code, exc.message, session=session)
+            await self.gateway.refused_raw(raw, exc, session=session)  # a batch of calls: each gets its row
             await self._write(exc.to_message())
             return
         if "method" in msg and "id" in msg:

@@ -8,12 +8,15 @@ browser page on another origin must not reach a loopback gateway.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from mcpwall.errors import ConfigError
 from mcpwall.protocol import ErrorCode
 from mcpwall.stages._base import Reject, Stage
 
@@ -32,10 +35,16 @@ def _host_only(value: str) -> str:
 
 
 def _allowed_form(host: str) -> str:
+    """A configured host (`--host`, `--allow-host`: a name, an IP, maybe a port) as `_host_only`
+    gives it for a Host header."""
     host = host.strip().lower()
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # an IPv6 literal is bracketed in Host headers
-    return _host_only(host)
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host.strip("[]")).version == 6:
+            return f"[{host.strip('[]')}]"  # an IPv6 literal is bracketed in Host headers
+    found = _host_only(host)
+    if not found:
+        raise ConfigError(f"not a host name or address: {host!r}")
+    return found
 
 
 class AuthStage(Stage):
@@ -46,7 +55,7 @@ class AuthStage(Stage):
         #: token -> identity (the agent id a token stands for; "" for the gateway token)
         self.tokens = dict(tokens or {})
         self.insecure_no_auth = insecure_no_auth
-        self.allowed_hosts = LOOPBACK_HOSTS | {h for h in map(_allowed_form, allowed_hosts) if h}
+        self.allowed_hosts = LOOPBACK_HOSTS | {_allowed_form(h) for h in allowed_hosts}
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.rejected = 0
 

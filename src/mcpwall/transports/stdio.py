@@ -104,13 +104,17 @@ class StdioTransport:
         """Skip a message over the size bound; if it was an answer, its caller gets -32600 now
         instead of waiting for its timeout."""
         head, tail = await skip_line(stdout)
-        rid = oversized_id(head, tail)
+        # Only an answer fails a caller: a request of the server's own (its ids are its own) has a method.
+        rid = None if b'"method"' in head or b'"method"' in tail else oversized_id(head, tail)
         log.warning("[%s] discarded a stdout line over %d bytes%s", self.name, MAX_MESSAGE_BYTES,
                     "" if rid is None else f" (the answer to request {rid!r})")
         if rid is not None:
-            on_message({"jsonrpc": "2.0", "id": rid, "error": {
-                "code": int(ErrorCode.INVALID_REQUEST),
-                "message": f"the server's answer exceeds the {MAX_MESSAGE_BYTES} byte limit"}}, None)
+            try:
+                on_message({"jsonrpc": "2.0", "id": rid, "error": {
+                    "code": int(ErrorCode.INVALID_REQUEST),
+                    "message": f"the server's answer exceeds the {MAX_MESSAGE_BYTES} byte limit"}}, None)
+            except Exception:
+                log.exception("[%s] error handling an oversized answer", self.name)
 
     def _deliver(self, line: bytes, on_message: OnMessage) -> None:
         line = line.strip()
