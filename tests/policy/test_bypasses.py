@@ -353,3 +353,22 @@ def test_a_tool_rule_denies_unicode_case_spellings_on_the_gateways_path_too(name
     # `decide` asserts the gateway's fast path and simulate's reference path agree
     policy = compile_text(rules("id: deny-kill\ntools: [kill]\naction: deny", default="allow"))
     assert decide(policy, name, {"a": 1}).action == "deny"
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ({"files": {"/etc/cron.d/evil": "* * * * * root sh"}}, "deny"),  # a path used as a key
+    ({"files": {"%2Fetc%2Fcron.d%2Fx": "x"}}, "deny"),
+    ({"payload": '{"path": "/etc/cron.d/x"}'}, "deny"),  # JSON carried in a string
+    ({"batch": '[{"op": "write", "target": "/etc/passwd"}]'}, "deny"),
+    ({"files": {"/workspace/a.txt": "x"}, "payload": '{"path": "/workspace/b"}'}, "allow"),
+    ({"content": '{"name": "etc", "note": "not JSON: {"}'}, "allow"),
+    ({"headers": {"Content-Type": "text/plain"}}, "allow"),
+])
+def test_paths_in_keys_and_in_json_strings_meet_the_path_rules(args: dict[str, object], expected: str) -> None:
+    policy = compile_text(rules(ETC, default="allow"))
+    assert decide(policy, "write_files", args).action == expected
+
+
+@pytest.mark.parametrize("url", ["http://a.localhost:6379/", "http://ip6-localhost/", "http://metadata/computeMetadata/v1/"])
+def test_names_that_mean_loopback_or_the_metadata_server_are_seen_as_such(url: str) -> None:
+    assert decide(SHIPPED_ALLOW, "fetch", {"url": url}).action == "deny", url

@@ -7,12 +7,16 @@ decision can be replayed from the facts alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, NamedTuple
+
+import orjson
 
 from mcpwall.policy._host import host_value, is_host_key
 from mcpwall.policy._normalize import forms
@@ -111,6 +115,14 @@ def _scalar_text(value: Any) -> str | None:
     return None
 
 
+#: First characters of a string worth trying as embedded JSON.
+_JSON_OPENERS = frozenset("{[")
+#: A mapping key that is a path: absolute, home, relative, a file: URL, UNC, a drive, or %-encoded.
+_PATH_KEY = re.compile(r"(/|~/|\.\.?/|file:|\\\\|[A-Za-z]:[\\/]|%2[fF])")
+#: Longest string argument parsed as embedded JSON.
+MAX_EMBEDDED_JSON = 64 * 1024
+
+
 class _Walker:
     __slots__ = ("env_keys", "home", "keys", "realpath", "truncated", "values")
 
@@ -129,11 +141,21 @@ class _Walker:
         kind = type(value)
         if kind is str:
             self._leaf(value, path, key)
+            if value[:1] in _JSON_OPENERS and len(value) <= MAX_EMBEDDED_JSON:
+                # JSON carried in a string (`{"payload": "{\"path\": \"/etc/...\"}"}`) reaches a server
+                # that parses it: its values are checked too.
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    inner = orjson.loads(value)
+                    if isinstance(inner, dict | list):
+                        self.walk(inner, f"{path}#json", key, depth + 1)
         elif kind is dict or (kind is not list and isinstance(value, Mapping)):
             for k, v in value.items():
                 ks = str(k)
                 sub = f"{path}.{ks}" if path else ks
                 self.keys.append((sub, ks))
+                if _PATH_KEY.match(ks):
+                    # A path used as a key (`{"files": {"/etc/cron.d/x": "..."}}`) is one the tool acts on.
+                    self._leaf(ks, f"{sub}#key", ks)
                 if ks.lower() in _ENV_KEYS and isinstance(v, Mapping):
                     self.env_keys.extend(str(e) for e in v)
                 self.walk(v, sub, ks, depth + 1)

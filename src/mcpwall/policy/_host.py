@@ -81,7 +81,13 @@ def canonical_host(host: str) -> str:
     if "xn--" in host:
         with contextlib.suppress(UnicodeError):
             host = host.encode("ascii").decode("idna")
-    return host
+    return _ALIASES.get(host) or ("localhost" if host.endswith(".localhost") else host)
+
+
+#: Names that reach the same place as a name the rules are written for, without DNS: every
+#: `*.localhost` is loopback (RFC 6761, and curl and browsers resolve it so), `ip6-localhost`
+#: is in /etc/hosts, `metadata` is Google Cloud's short name for its metadata server.
+_ALIASES = {"ip6-localhost": "localhost", "ip6-loopback": "localhost", "metadata": "metadata.google.internal"}
 
 
 #: Argument keys whose values name a host (the last word of the key, or the whole key).
