@@ -225,3 +225,32 @@ async def test_a_server_that_hangs_on_lists_delays_the_merged_list_only_up_to_th
         assert gw.servers["stuck"].breaker.state == "open"
     finally:
         await gw.stop()
+
+
+async def test_server_messages_while_only_the_gateway_itself_waits_or_for_a_closed_session(tmp_path: Path) -> None:
+    from mcpwall.proxy._upstream import Pending
+
+    built = make(tmp_path, {"m": script_server("misbehave", "ok")})
+    gw = built.gateway
+    await gw.start()
+    try:
+        listener, quiet = await session(gw, "m"), await session(gw, "m")
+        await gw.handle_request(listener, {"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel",
+                                           "params": {"level": "info"}})  # forwarded, and remembered
+        seen, unasked = _watch(listener), _watch(quiet)
+        upstream = gw.servers["m"]
+        loop = asyncio.get_running_loop()
+        # The gateway's own request in flight (a list refresh): a log line is no client's, it is not dropped.
+        upstream.pending[10_001] = Pending(loop.create_future(), "tools/list", None, None)
+        gw.on_upstream_notification(upstream, {"jsonrpc": "2.0", "method": "notifications/message",
+                                               "params": {"level": "info", "data": "server news"}}, None)
+        await asyncio.sleep(0.1)
+        assert any("server news" in json.dumps(m) for m in seen)
+        assert not unasked  # of two sessions, only the one that asked for logs
+        # A request attributed to a session that has closed goes to nobody, not to whoever is left.
+        gone = Pending(loop.create_future(), "tools/call", "a-closed-session", 1)
+        assert gw._target_session(upstream, gone, "sampling") is None
+        assert gw._target_session(upstream, gone) is None
+        upstream.pending.pop(10_001)
+    finally:
+        await gw.stop()

@@ -284,6 +284,11 @@ class Gateway:
     def _route(self, ctx: RequestContext) -> None:
         """Resolve which upstream a request goes to, and the name it knows the target by."""
         session, method, params = ctx.session, ctx.method, ctx.params
+        if method == "logging/setLevel":
+            # Remembered for every session, forwarded or answered here: the server's unsolicited log
+            # lines go to the sessions that asked for logs (on_upstream_notification).
+            level = params.get("level")
+            session.log_level = str(level) if level else None
         if method not in ROUTED:
             ctx.server = session.server if method not in _ALWAYS_LOCAL else None
             return
@@ -531,11 +536,11 @@ class Gateway:
             else:
                 self.spawn(self._deliver(owner[0].id, owner[1], msg))
         else:
-            # Nothing in flight: the server speaks on its own (a periodic log line); the sessions
-            # that asked it for logs get it.
-            for s in list(self.sessions.values()):
-                if s.server in (None, upstream.name) and s.kind != "plain" and \
-                        (method != "notifications/message" or s.log_level is not None):
+            # Nothing in flight: the server speaks on its own (a periodic log line). A lone session
+            # (`wrap`, `--stdio`) gets it; among several, log lines go to those that asked for logs.
+            listeners = [s for s in self.sessions.values() if s.server in (None, upstream.name) and s.kind != "plain"]
+            for s in listeners:
+                if method != "notifications/message" or s.log_level is not None or len(listeners) == 1:
                     self.spawn(s.push(msg))
 
     async def _deliver(self, session_id: str | None, emit: Emit | None, msg: Message) -> None:
@@ -709,7 +714,6 @@ async def _list(gw: Gateway, ctx: RequestContext) -> Message:
 
 async def _set_level(gw: Gateway, ctx: RequestContext) -> Message:
     level = ctx.params.get("level")
-    ctx.session.log_level = str(level) if level else None
     targets = [gw.servers[ctx.session.server]] if ctx.session.server else list(gw.servers.values())
     for s in targets:
         if s.state == "ready" and "logging" in s.capabilities:
