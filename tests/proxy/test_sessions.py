@@ -254,3 +254,23 @@ async def test_server_messages_while_only_the_gateway_itself_waits_or_for_a_clos
         upstream.pending.pop(10_001)
     finally:
         await gw.stop()
+
+
+async def test_calls_refused_at_the_door_are_recorded_only_up_to_a_budget_per_peer(tmp_path: Path) -> None:
+    from mcpwall.proxy._gateway import DOOR_ROWS_PER_MINUTE
+
+    gw = make(tmp_path, {"m": script_server("misbehave", "ok")}).gateway
+    recorded: list[str] = []
+    completed = gw.pipeline.complete
+
+    async def spy(ctx: Any) -> None:
+        recorded.append(ctx.session.peer)
+        await completed(ctx)
+
+    gw.pipeline.complete = spy
+    for i in range(DOOR_ROWS_PER_MINUTE + 10):
+        await gw.refused(call(i, "x", {}), -32003, "Unauthorized", server="m", peer="10.9.8.7")
+    await gw.refused(call(1, "x", {}), -32003, "Unauthorized", server="m", peer="127.0.0.1")
+    assert recorded.count("10.9.8.7") == DOOR_ROWS_PER_MINUTE  # a flood costs the ledger a bounded number of rows
+    assert recorded.count("127.0.0.1") == 1  # and does not silence anyone else
+    assert gw.calls["unrecorded"] == 10

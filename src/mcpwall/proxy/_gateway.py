@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,8 @@ ROUTED = frozenset({"tools/call", "prompts/get", "resources/read", "resources/su
                     "resources/unsubscribe", "completion/complete"})
 _LIST_KEYS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources",
               "resources/templates/list": "resourceTemplates"}
+#: Calls refused at the door (no token, unknown server...) one peer may add to the ledger a minute.
+DOOR_ROWS_PER_MINUTE = 120
 #: `_only_caller`'s answer when the requests in flight to a server come from more than one session.
 _SEVERAL: tuple[Any, Any] = (None, None)
 _CAPABILITY_FOR = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
@@ -86,7 +89,10 @@ class Gateway:
         self._refreshing: dict[tuple[str, str], bool] = {}
         #: tools/call requests that ended since start (answered, refused, cancelled), in `/health`
         #: (what `mcpwall benchmark` reconciles)
-        self.calls = {"processed": 0, "blocked": 0, "failed": 0}
+        self.calls = {"processed": 0, "blocked": 0, "failed": 0, "unrecorded": 0}
+        #: peer -> [window start, calls refused at the door recorded in it] (see _door_budget)
+        self._door: dict[str, list[float]] = {}
+        self._door_warned = 0.0
         # Set by stages in bind() when they are in the pipeline (see each stage's module).
         self.approvals: Any = None
         self.ui_app: Any = None
@@ -154,6 +160,8 @@ class Gateway:
         for m in msg if isinstance(msg, list) else [msg]:
             if not isinstance(m, dict) or m.get("method") != "tools/call":
                 continue
+            if session is None and not self._door_budget(str(fields.get("peer", ""))):
+                continue
             params = m.get("params") if isinstance(m.get("params"), dict) else {}
             assert params is not None
             rid = request_id(m)
@@ -172,6 +180,29 @@ class Gateway:
             ctx.error_message = message
             ctx.response = error(rid, code, message)
             await self.pipeline.complete(ctx)
+
+    def _door_budget(self, peer: str) -> bool:
+        """Whether one more call refused at the door may be recorded for `peer` this minute.
+
+        Anyone who can reach the port can be refused: beyond DOOR_ROWS_PER_MINUTE a peer's refused
+        calls are only counted (`/health` calls.unrecorded), so it cannot fill the ledger's disk.
+        """
+        now = time.monotonic()
+        window = self._door.get(peer)
+        if window is None or now - window[0] >= 60.0:
+            if len(self._door) > 10_000:
+                self._door.clear()
+            self._door[peer] = [now, 1]
+            return True
+        if window[1] < DOOR_ROWS_PER_MINUTE:
+            window[1] += 1
+            return True
+        self.calls["unrecorded"] += 1
+        if now - self._door_warned > 10.0:
+            self._door_warned = now
+            log.warning("peer %s: over %d refused calls a minute; the rest are counted, not recorded",
+                        peer or "(unknown)", DOOR_ROWS_PER_MINUTE)
+        return False
 
     async def refused_raw(self, raw: bytes, exc: ProtocolError, *, session: Session | None = None,
                           server: str | None = None, **fields: Any) -> None:
