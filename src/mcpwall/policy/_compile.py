@@ -236,6 +236,8 @@ def compile_policy(resolved: ResolvedPolicy) -> CompiledPolicy:
     response = tuple(r for r in (*corp, *profile_all) if r.target == "response")
     profile = tuple(r for r in profile_all if r.target != "response")
     corp = tuple(r for r in corp if r.target != "response")
+    allow_paths = tuple(_norm_path(p) for p in _iter_nonempty(resolved.allowlist.paths))
+    allow_hosts = tuple(_host_pattern(h) for h in _iter_nonempty(resolved.allowlist.hosts))
     return CompiledPolicy(
         source=resolved,
         revision=resolved.revision,
@@ -248,11 +250,11 @@ def compile_policy(resolved: ResolvedPolicy) -> CompiledPolicy:
         response_rules=response,
         allow_tools=frozenset(resolved.allowlist.tools),
         corp_allow_tools=frozenset(resolved.corp_allowlist.tools),
-        allow_paths=tuple(_norm_path(p) for p in _iter_nonempty(resolved.allowlist.paths)),
-        allow_hosts=tuple(_host_pattern(h) for h in _iter_nonempty(resolved.allowlist.hosts)),
+        allow_paths=allow_paths,
+        allow_hosts=allow_hosts,
         allow_env=frozenset(resolved.allowlist.envVars),
         allow_sampling=resolved.allow_sampling,
-        fast=FastIndex(corp + profile),
+        fast=FastIndex(corp + profile, slow_only=bool(allow_paths or allow_hosts)),
     )
 
 

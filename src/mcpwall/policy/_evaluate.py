@@ -156,13 +156,14 @@ def _texts_inside(value: Any, limit: int = 256) -> list[str]:
 def _constraint_failure(rule: CRule, facts: Facts) -> str | None:
     """None when the constraints hold; else why the call must be denied."""
     applicable = 0
+    spellings: tuple[str, ...]
     for c in rule.constraints:
         raw = _lookup(facts.call.arguments, c.arg)
         if raw is None:
             continue
         applicable += 1
         if isinstance(raw, str):
-            canonical, spellings = raw, tuple[str, ...]((raw,))
+            canonical, spellings = raw, (raw,)
             for v in facts.values:
                 if v.path == c.arg:
                     canonical, spellings = v.canonical, v.variants
@@ -170,14 +171,14 @@ def _constraint_failure(rule: CRule, facts: Facts) -> str | None:
         else:
             canonical = json.dumps(raw, separators=(",", ":"), sort_keys=True)
             spellings = (canonical,)
-        if c.kind != "notIn" and any("\x00" in s for s in spellings):
+        if c.kind != "notIn" and "\x00" in "".join(spellings):
             # A C API stops at the NUL; the canonical spelling is the text before it,
             # which must not be what lets `/workspace/a\0/../../etc/passwd` through.
             ok = False
         elif c.kind == "equals" or c.kind == "in":
             ok = canonical in c.values
         elif c.kind == "startsWith":
-            ok = any(canonical.startswith(v) for v in c.values)
+            ok = canonical.startswith(c.values)
         elif c.kind == "regex":
             ok = any(r.search(canonical) for r in c.regexes)
         else:  # notIn restricts, so any spelling in any case, trimmed, counts, and so does any text inside
@@ -258,7 +259,7 @@ def evaluate(policy: CompiledPolicy, facts: Facts, ctx: Context, *, trace: bool 
     Plans and memoised decisions are caches keyed by their full inputs, so they
     do not make the result depend on anything but the arguments.
     """
-    if trace or facts.truncated or policy.allow_paths or policy.allow_hosts or not facts.call.name.isascii():
+    if trace or facts.truncated or policy.fast.slow_only or not facts.call.name.isascii():
         # A non-ASCII tool name goes the reference way: its case folding (`kıll` is `kill` to a
         # restrictive rule, as RE2 folds it) is not what the fast path's name index does.
         return evaluate_slow(policy, facts, ctx, trace=trace)

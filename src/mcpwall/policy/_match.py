@@ -120,7 +120,7 @@ class Matcher:
 class PatternSet:
     """Many matchers' RE2 patterns in one set; `match(text)` returns owner indices."""
 
-    __slots__ = ("_owners", "_set")
+    __slots__ = ("_bits", "_owners", "_set")
 
     def __init__(self, owners_patterns: Sequence[tuple[int, Sequence[str]]]) -> None:
         owners: list[int] = []
@@ -130,6 +130,7 @@ class PatternSet:
                 rs.Add(p)
                 owners.append(owner)
         self._owners = tuple(owners)
+        self._bits = tuple(1 << owner for owner in owners)
         self._set: object | None = None
         if owners:
             rs.Compile()
@@ -143,6 +144,16 @@ class PatternSet:
             return frozenset()
         owners = self._owners
         return frozenset(owners[i] for i in hits)
+
+    def mask(self, text: str) -> int:
+        """The owners of the patterns `text` matches, as a bit set (bit i: owner i)."""
+        if self._set is None:
+            return 0
+        found = 0
+        bits = self._bits
+        for i in self._set.Match(text.encode("utf-8", "surrogatepass")):  # type: ignore[attr-defined]
+            found |= bits[i]
+        return found
 
 
 __all__ = ["Matcher", "PatternSet", "encode", "js_to_python", "re2_pattern"]

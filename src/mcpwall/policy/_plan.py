@@ -17,9 +17,10 @@ property test checks that both paths decide the same.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from mcpwall.policy._facts import Call, Context, Facts
+from mcpwall.policy._facts import ArgValue, Call, Context, Facts
 from mcpwall.policy._match import PatternSet
 
 if TYPE_CHECKING:
@@ -65,8 +66,10 @@ class FastIndex:
     C operation, where frozensets cost an allocation each (bench/policy_eval.py).
     """
 
-    def __init__(self, rules: tuple[CRule, ...]) -> None:
+    def __init__(self, rules: tuple[CRule, ...], *, slow_only: bool = False) -> None:
         self.rules = rules
+        #: Allowlisted paths or hosts exempt calls value by value: only the reference path does that.
+        self.slow_only = slow_only
         self.kinds = tuple(text_kinds(r) for r in rules)
         self.arg_set = PatternSet([(i, r.matcher.patterns) for i, r in enumerate(rules)
                                    if self.kinds[i] and r.matcher is not None])
@@ -130,16 +133,27 @@ class FastIndex:
     def arg_hits(self, text: str) -> int:
         """Rules (as a bit set) whose values match one argument-level text."""
         hits = self.texts.get(text)
-        if hits is None:
-            hits = 0
-            for i in self.arg_set.match(text):
+        return self.new_text(text) if hits is None else hits
+
+    def new_text(self, text: str) -> int:
+        """`arg_hits` of a text not in the cache yet."""
+        hits = self.arg_set.mask(text)
+        for i in self.fallback:
+            if self.kinds[i] and self.rules[i].matches_text(text):
                 hits |= 1 << i
-            for i in self.fallback:
-                if self.kinds[i] and self.rules[i].matches_text(text):
-                    hits |= 1 << i
-            if len(self.texts) >= _CACHE_SIZE:
-                self.texts.clear()
-            self.texts[text] = hits
+        if len(self.texts) >= _CACHE_SIZE:
+            self.texts.clear()
+        self.texts[text] = hits
+        return hits
+
+    def key_hits(self, keys: tuple[tuple[str, str], ...]) -> int:
+        """Rules matched by any of a call's argument keys, cached by the keys' tuple."""
+        hits = 0
+        for _, key in keys:
+            hits |= self.arg_hits(key)
+        if len(self.key_sets) >= _PLAN_CACHE_SIZE:
+            self.key_sets.clear()
+        self.key_sets[keys] = hits
         return hits
 
     def outside_window(self, ctx: Context) -> int:
@@ -232,42 +246,44 @@ def build_plan(index: FastIndex, call: Call, allowlisted: bool, corp_allow: bool
 
 
 def fast_matches(index: FastIndex, plan: Plan, facts: Facts) -> int:
-    """Rules (as a bit set) whose target matched this call's arguments."""
-    scope = plan.arg_mask
+    """Rules (as a bit set) whose target matched this call's arguments.
+
+    `decide_fast` runs the same loop inline (a call frame is a few percent of a
+    decision); this is the readable form.
+    """
     found = 0
-    arg_hits = index.arg_hits
     texts = index.texts
-    any_spelling, canonical_only = plan.any_spelling, plan.canonical
-    uri = plan.uri_canonical
     for v in facts.values:
-        canonical = v.canonical
         for text in v.variants:
             hits = texts.get(text)
             if hits is None:
-                hits = arg_hits(text)
-            if hits & scope:
-                found |= hits & (canonical_only if text == canonical else any_spelling)
-                if uri and v.path == "uri":
-                    found |= hits & (uri if text == canonical else plan.uri_any_spelling)
-    key_scope = plan.key_scope
-    if key_scope:
+                hits = index.new_text(text)
+            if hits & plan.arg_mask:
+                found |= _value_hits(plan, v, text, hits)
+    return found | _key_hits(index, plan, facts)
+
+
+def _value_hits(plan: Plan, v: ArgValue, text: str, hits: int) -> int:
+    """Which of the rules `text` (a spelling of `v`) matches apply to it: restrictive rules
+    see every spelling, permissive ones only the canonical one (see `_evaluate._texts`)."""
+    canonical = text == v.canonical
+    found = hits & (plan.canonical if canonical else plan.any_spelling)
+    if plan.uri_canonical and v.path == "uri":
+        found |= hits & (plan.uri_canonical if canonical else plan.uri_any_spelling)
+    return found
+
+
+def _key_hits(index: FastIndex, plan: Plan, facts: Facts) -> int:
+    """Rules matched by the call's argument keys and environment keys."""
+    found = 0
+    if plan.key_scope:
         # Calls to one tool mostly carry the same argument keys: one lookup for all.
         hits = index.key_sets.get(facts.keys)
-        if hits is None:
-            hits = 0
-            for _, key in facts.keys:
-                hits |= arg_hits(key)
-            if len(index.key_sets) >= _PLAN_CACHE_SIZE:
-                index.key_sets.clear()
-            index.key_sets[facts.keys] = hits
-        found |= hits & key_scope
+        found |= (index.key_hits(facts.keys) if hits is None else hits) & plan.key_scope
     env_scope = plan.env_scope
     if env_scope:
         for key in facts.env_keys:
-            hits = texts.get(key)
-            if hits is None:
-                hits = arg_hits(key)
-            found |= hits & env_scope
+            found |= index.arg_hits(key) & env_scope
     return found
 
 
@@ -281,8 +297,8 @@ def plan_for(policy: CompiledPolicy, facts: Facts,
     return plan if plan is not None else _new_plan(policy, facts, key, allowlisted_fn, name_texts, in_scope)
 
 
-def _shape(call: Call) -> tuple[str, ...]:
-    return (call.method, call.server, call.name, call.description, call.client, call.agent)
+#: A call's shape: (method, name, server, description, client, agent), one C call.
+_shape: Callable[[Call], tuple[str, ...]] = itemgetter(0, 1, 3, 4, 5, 6)
 
 
 def _new_plan(policy: CompiledPolicy, facts: Facts, key: tuple[str, ...],
@@ -311,8 +327,21 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context,
     if plan.decision is not None:
         return plan.decision
     found = plan.name_mask
-    if plan.arg_mask:
-        found |= fast_matches(index, plan, facts)
+    scope = plan.arg_mask
+    if scope:  # fast_matches, inline
+        texts = index.texts
+        for v in facts.values:
+            for text in v.variants:
+                hits = texts.get(text)
+                if hits is None:
+                    hits = index.new_text(text)
+                if hits & scope:
+                    found |= _value_hits(plan, v, text, hits)
+        if plan.env_scope:
+            found |= _key_hits(index, plan, facts)
+        elif plan.key_scope:
+            hits = index.key_sets.get(facts.keys)
+            found |= (index.key_hits(facts.keys) if hits is None else hits) & plan.key_scope
     if found & index.window_rules:
         found &= ~index.outside_window(ctx)
     # A Decision is a function of which rules matched, how constraints failed and,
