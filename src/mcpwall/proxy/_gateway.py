@@ -66,6 +66,8 @@ _CAPABILITY_FOR = {"sampling/createMessage": "sampling", "elicitation/create": "
 @dataclass
 class GatewayOptions:
     ready_timeout_s: float = 90.0
+    #: how long `start` waits for the upstreams' handshakes before serving (the rest finish later)
+    startup_wait_s: float = 10.0
     allow_client_elicitation_approval: bool = False
 
 
@@ -81,6 +83,8 @@ class Gateway:
             name: UpstreamServer(name, spec, self) for name, spec in servers.items() if not spec.disabled}
         self.sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: `start` has returned: upstreams ready later announce their tools with list_changed
+        self._started = False
         #: Shared durable state (honeytokens, pins, approvals): the ledger when one is
         #: configured, else memory (see mcpwall.state).
         self.state: StateStore = MemoryStateStore()
@@ -110,7 +114,26 @@ class Gateway:
     async def start(self) -> None:
         for stage in self.pipeline.stages:
             await stage.start()
-        await asyncio.gather(*(s.start() for s in self.servers.values()))
+        # One server slow to answer `initialize` must not keep the others (and `ping`) waiting:
+        # those not started within `startup_wait_s` go on in the background, and their tools
+        # join the lists with a list_changed notification when they are ready.
+        starting = [asyncio.ensure_future(self._start_upstream(s)) for s in self.servers.values()]
+        if not starting:
+            return
+        _, late = await asyncio.wait(starting, timeout=self.options.startup_wait_s)
+        for task in late:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        if late:
+            slow = sorted(s.name for s in self.servers.values() if s.state == "starting")
+            log.warning("still starting after %.0f s: %s; serving the others meanwhile",
+                        self.options.startup_wait_s, ", ".join(slow) or "(none)")
+        self._started = True
+
+    async def _start_upstream(self, upstream: UpstreamServer) -> None:
+        await upstream.start()
+        if self._started and upstream.state == "ready":
+            self.upstream_restarted(upstream)  # sessions listed tools without it: tell them
 
     async def stop(self) -> None:
         for session in list(self.sessions.values()):
@@ -377,7 +400,10 @@ class Gateway:
         """Send the request to its upstream and return the answer under the client's id."""
         assert ctx.server is not None
         upstream = self.servers[ctx.server]
-        if upstream.state != "ready" and not await upstream.wait_ready(min(self.options.ready_timeout_s, 30.0)):
+        breaker = upstream.breaker
+        timeout = (ctx.timeout_ms or self.policy.current.default_timeout_ms) / 1000
+        if upstream.state != "ready" and not await upstream.wait_ready(min(self.options.ready_timeout_s, timeout)):
+            breaker.failure()  # a server that is not there fails fast once its circuit opens
             raise UpstreamError(f"upstream {upstream.name!r} is not available ({upstream.state}: "
                                 f"{upstream.last_error})", "unavailable")
         if params is None:
@@ -388,16 +414,19 @@ class Gateway:
                 ref = params.get("ref")
                 if isinstance(ref, dict) and ref.get("type") == "ref/prompt":
                     params = {**params, "ref": {**ref, "name": ctx.target}}
-        timeout = (ctx.timeout_ms or self.policy.current.default_timeout_ms) / 1000
         inflight = ctx.session.inflight.get(ctx.id)
-        breaker = upstream.breaker
         try:
             response = await upstream.request(ctx.method, params, timeout=timeout, session_id=ctx.session.id,
                                               downstream_id=ctx.id, emit=ctx.emit,
                                               on_sent=(lambda uid: setattr(inflight, "upstream_id", uid))
                                               if inflight else None)
-        except UpstreamError:
-            breaker.failure()
+        except UpstreamError as exc:
+            # A crash is counted once, when the connection is lost (UpstreamServer._on_closed),
+            # not once more for every call that was in flight; a shutdown is no failure.
+            if exc.reason not in ("exited", "stopped"):
+                breaker.failure()
+            elif breaker.probing:
+                breaker.release()
             raise
         except asyncio.CancelledError:
             if inflight is not None and inflight.upstream_id is not None:
@@ -649,7 +678,7 @@ async def _initialize(gw: Gateway, ctx: RequestContext) -> Message:
     session.protocol_version = version
     if session.server is not None:
         upstream = gw.servers[session.server]
-        if not await upstream.wait_ready(gw.options.ready_timeout_s):
+        if not await upstream.wait_ready(gw.options.ready_timeout_s, until_failure=True):
             return error(ctx.id, ErrorCode.UPSTREAM_ERROR,
                          f"upstream {upstream.name!r} is not available: {upstream.last_error}",
                          {"server": upstream.name, "reason": "unavailable"})

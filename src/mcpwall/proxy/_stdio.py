@@ -18,6 +18,9 @@ from mcpwall.proxy._gateway import Gateway
 from mcpwall.proxy._session import Session
 from mcpwall.transports._lines import skip_line, stdio_streams
 
+#: How long calls in flight may still finish once the client has closed stdin.
+SHUTDOWN_GRACE_S = 1.0
+
 log = logging.getLogger("mcpwall.stdio")
 
 
@@ -66,10 +69,25 @@ class StdioFrontend:
                 if line.strip():
                     await self._one(session, line)
         finally:
-            for task in list(self._tasks):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await asyncio.wait_for(task, 5.0)
+            await self._settle_inflight()
             self.gateway.close_session(session)
+
+    async def _settle_inflight(self) -> None:
+        """At the end of input (or a signal): give calls in flight a short grace, together, then
+        cancel the rest, so each still gets its ledger row (`cancelled`) before the process exits.
+        The official SDK's client SIGKILLs a server 4 s after closing its stdin."""
+        tasks = list(self._tasks)
+        if not tasks:
+            return
+        try:
+            _, late = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_S)
+        except asyncio.CancelledError:
+            late = {t for t in tasks if not t.done()}
+        for task in late:
+            task.cancel()
+        if late:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait(late, timeout=1.0)
 
     async def _one(self, session: Session, raw: bytes) -> None:
         try:

@@ -37,6 +37,8 @@ INIT_TIMEOUT_S = 90.0
 LIST_PAGES = 50
 BREAKER_THRESHOLD = 5
 BREAKER_OPEN_S = 30.0
+#: A half-open probe not settled within the longest request timeout (300 s) is presumed lost.
+PROBE_LEASE_S = 310.0
 
 
 class UpstreamError(Exception):
@@ -58,7 +60,8 @@ class CircuitBreaker:
         self._clock = clock
         self.failures = 0
         self.opened_at: float | None = None
-        self._probing = False
+        #: when the half-open probe was let through (None: no probe out)
+        self._probing: float | None = None
 
     @property
     def state(self) -> str:
@@ -66,25 +69,39 @@ class CircuitBreaker:
             return "closed"
         return "half-open" if self._clock() - self.opened_at >= self.open_seconds else "open"
 
+    @property
+    def probing(self) -> bool:
+        return self._probing is not None
+
     def allow(self) -> bool:
+        """Whether a request may go to the server now; in half-open state, the one probe takes it.
+
+        A probe that never reaches the server (a later stage refused it, the client cancelled it)
+        must be given back with `release`, else the circuit would stay open for good. As a
+        backstop, a probe not settled within the longest request timeout is presumed lost.
+        """
         state = self.state
         if state == "closed":
             return True
-        if state == "half-open" and not self._probing:
-            self._probing = True
+        if state == "half-open" and (self._probing is None or self._clock() - self._probing > PROBE_LEASE_S):
+            self._probing = self._clock()
             return True
         return False
+
+    def release(self) -> None:
+        """The probe ended without a verdict on the server: let the next request probe."""
+        self._probing = None
 
     def success(self) -> None:
         self.failures = 0
         self.opened_at = None
-        self._probing = False
+        self._probing = None
 
     def failure(self) -> None:
         self.failures += 1
-        if self._probing or self.failures >= self.threshold:
+        if self._probing is not None or self.failures >= self.threshold:
             self.opened_at = self._clock()
-        self._probing = False
+        self._probing = None
 
 
 @dataclass(slots=True)
@@ -129,6 +146,10 @@ class UpstreamServer:
         self.pending: dict[RequestId, Pending] = {}
         self.progress: dict[str, Pending] = {}
         self._ready = asyncio.Event()
+        #: set when a start attempt fails / when restarts are given up (cleared by the next start)
+        self._failed = asyncio.Event()
+        self._down = asyncio.Event()
+        self._down_since: float | None = None
         self._stopping = False
         self._restart_task: asyncio.Task[None] | None = None
         self._generation = 0
@@ -148,6 +169,9 @@ class UpstreamServer:
         generation = self._generation
         self.state = "starting"
         self._ready.clear()
+        self._failed.clear()
+        self._down.clear()
+        self._down_since = None
         transport = self._factory()
         self.transport = transport
         try:
@@ -174,15 +198,44 @@ class UpstreamServer:
             self.last_error = str(exc)
             log.error("[%s] failed to start: %s", self.name, exc)
             self.state = "failed"
+            self._failed.set()
             await self._close_transport()
             self._schedule_restart()
 
-    async def wait_ready(self, timeout: float) -> bool:
+    async def wait_ready(self, timeout: float, *, until_failure: bool = False) -> bool:
+        """Whether the server is (or becomes, within `timeout`) ready to take requests.
+
+        Returns False at once for a server given up on (and, if it has been down a while,
+        starts it again for the next caller), and when restarts are given up while waiting.
+        `until_failure`: also give up at the first failed start (a client waiting to
+        initialize is better told now why the server is not there than after every retry).
+        """
         if self.state == "ready":
             return True
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), timeout)
+        if self.state == "down":
+            self._revive()
+            return False
+        if until_failure and self.state == "failed":
+            return False
+        events = (self._ready, self._down, self._failed) if until_failure else (self._ready, self._down)
+        waiters = [asyncio.ensure_future(e.wait()) for e in events]
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
         return self.state == "ready"
+
+    def _revive(self) -> None:
+        """A server given up on is tried again when asked for, at most once per breaker pause."""
+        if self._stopping or self._down_since is None or time.monotonic() - self._down_since < BREAKER_OPEN_S:
+            return
+        log.info("[%s] was given up on %.0f s ago; trying to start it again", self.name,
+                 time.monotonic() - self._down_since)
+        self._down_since = None
+        self.restarts = 0
+        self.state = "failed"
+        self._schedule_restart()
 
     async def stop(self) -> None:
         self._stopping = True
@@ -205,6 +258,7 @@ class UpstreamServer:
         log.warning("[%s] upstream connection lost: %s", self.name, self.last_error)
         self.state = "failed"
         self._ready.clear()
+        self._failed.set()
         self._fail_all(f"upstream {self.name!r} exited: {self.last_error}", "exited")
         self.breaker.failure()
         self._schedule_restart()
@@ -215,6 +269,8 @@ class UpstreamServer:
         if self.restarts >= MAX_RESTARTS:
             log.error("[%s] giving up after %d restarts", self.name, self.restarts)
             self.state = "down"
+            self._down_since = time.monotonic()
+            self._down.set()
             return
         delay = min(2.0 ** self.restarts, 30.0)
         self.restarts += 1

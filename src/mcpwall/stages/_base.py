@@ -77,6 +77,8 @@ class RequestContext:
     notes: dict[str, Any] = field(default_factory=dict)
     bytes_in: int = 0
     bytes_out: int = 0
+    #: this request is its server's half-open circuit probe (see stages/circuit.py)
+    probe: bool = False
 
 
 class Stage:

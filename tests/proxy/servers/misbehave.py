@@ -7,6 +7,7 @@ and `ping` correctly, then on `tools/call` of tool `act`:
   wrongid  answers with an id it was never sent
   ok       answers normally
   listhang answers only the first tools/list (the gateway's own, at start)
+  mute     never answers `initialize`      dead   exits at start (code 3)
 In every mode, tool `tell` first sends a `notifications/message` log line
 carrying its arguments (a server logging about its caller's request), then
 answers after `seconds` (default 0). Tool `huge` answers with a 5 MB text, the id
@@ -32,11 +33,15 @@ def send(msg: dict) -> None:
 
 def main() -> None:
     print(f"misbehave server starting in mode {MODE}", file=sys.stderr, flush=True)
+    if MODE == "dead":
+        sys.exit(3)
     for line in sys.stdin:
         if not line.strip():
             continue
         msg = json.loads(line)
         method, rid = msg.get("method"), msg.get("id")
+        if method == "initialize" and MODE == "mute":
+            continue
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},

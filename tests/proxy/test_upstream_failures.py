@@ -1,0 +1,202 @@
+"""A failing upstream costs its callers little time and never locks itself out.
+
+Strategy: in-process gateways in front of tests/proxy/servers/misbehave.py
+(a server that crashes, hangs, never finishes its handshake or exits at
+start), driven through gateway sessions; the circuit breaker's clock is
+replaced where the 30 s pause matters. Each test is a way a real deployment
+got stuck: a half-open probe the policy denied kept the circuit open for
+good, one crash with calls in flight counted as several failures, a server
+that was not running held every call for 30 s, one that never answered
+`initialize` held the whole gateway for 90 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpwall.proxy import GatewaySettings, build
+from mcpwall.proxy._upstream import CircuitBreaker
+from tests.proxy.harness import MCPWALL, PERMISSIVE, script_server, write_servers
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+DENY_ACT = PERMISSIVE.replace("rules:\n", "rules:\n  - id: no-act\n    description: act is denied\n"
+                                          "    tools: [act]\n    action: deny\n", 1)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(tmp_path: Path, servers: dict[str, dict[str, Any]], policy: str = PERMISSIVE, **options: Any) -> Any:
+    (tmp_path / "policy.yaml").write_text(policy)
+    servers_file = write_servers(tmp_path / "servers.json", servers)
+    gw = build(GatewaySettings(home=tmp_path, servers_files=[servers_file], insecure_no_auth=True)).gateway
+    for key, value in options.items():
+        setattr(gw.options, key, value)
+    return gw
+
+
+async def session(gw: Any, server: str | None = None) -> Any:
+    s = gw.open_session("stdio", server)
+    assert "result" in await gw.handle_request(s, INIT)
+    await gw.handle(s, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return s
+
+
+def call(rid: int, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args or {}}}
+
+
+def test_a_half_open_probe_that_never_reaches_the_server_is_given_back() -> None:
+    clock = Clock()
+    b = CircuitBreaker(clock=clock)
+    for _ in range(5):
+        b.failure()
+    clock.now += 30
+    assert b.allow()
+    assert b.probing
+    assert not b.allow()
+    b.release()  # refused by a later stage: no verdict on the server
+    assert b.state == "half-open"
+    assert b.allow()  # the next request probes
+    clock.now += 400  # and a probe lost without any word is presumed lost after the longest timeout
+    assert b.allow()
+
+
+async def test_a_probe_denied_by_the_policy_does_not_keep_the_circuit_open(tmp_path: Path) -> None:
+    gw = make(tmp_path, {"m": script_server("misbehave", "ok")}, DENY_ACT)
+    await gw.start()
+    try:
+        clock = Clock()
+        gw.servers["m"].breaker = CircuitBreaker(clock=clock)
+        for _ in range(5):
+            gw.servers["m"].breaker.failure()
+        s = await session(gw, "m")
+        assert (await gw.handle_request(s, call(1, "echo")))["error"]["code"] == -32002
+        clock.now += 31
+        denied = await gw.handle_request(s, call(2, "act"))  # takes the probe, then the policy refuses it
+        assert denied["error"]["code"] == -32001
+        answer = await gw.handle_request(s, call(3, "echo", {"n": 3}))
+        assert "result" in answer, answer  # before: -32002 until the gateway restarted
+        assert gw.servers["m"].breaker.state == "closed"
+    finally:
+        await gw.stop()
+
+
+async def test_one_crash_with_calls_in_flight_counts_once(tmp_path: Path) -> None:
+    gw = make(tmp_path, {"c": script_server("misbehave", "crash")})
+    await gw.start()
+    try:
+        s = await session(gw, "c")
+        waiting = [asyncio.ensure_future(gw.handle_request(s, call(10 + i, "tell", {"seconds": 30})))
+                   for i in range(4)]
+        await asyncio.sleep(0.3)
+        crashed = await gw.handle_request(s, call(2, "act"))
+        answers = await asyncio.gather(*waiting)
+        assert crashed["error"]["data"]["reason"] == "exited"
+        assert all(a["error"]["data"]["reason"] == "exited" for a in answers)
+        breaker = gw.servers["c"].breaker
+        assert (breaker.failures, breaker.state) == (1, "closed")
+        assert await gw.servers["c"].wait_ready(10)
+        assert "result" in await gw.handle_request(s, call(3, "echo"))  # restarted, and not refused
+    finally:
+        await gw.stop()
+
+
+async def test_a_server_that_is_not_running_fails_calls_within_the_policy_timeout(tmp_path: Path) -> None:
+    policy = PERMISSIVE + "defaultTimeoutMs: 1500\n"
+    gw = make(tmp_path, {"dead": script_server("misbehave", "dead"), "ok": script_server("misbehave", "ok")}, policy)
+    await gw.start()
+    try:
+        s = await session(gw)
+        loop = asyncio.get_running_loop()
+        took, reasons = [], []
+        for i in range(7):
+            started = loop.time()
+            answer = await gw.handle_request(s, call(i, "dead__echo"))
+            took.append(loop.time() - started)
+            reasons.append(answer["error"]["data"].get("reason") or answer["error"]["code"])
+        assert max(took) < 5, took  # the policy's 1.5 s, not a fixed 30 s
+        assert reasons[0] == "unavailable"
+        assert reasons[-1] == -32002 or reasons[-1] == "unavailable"
+        assert gw.servers["dead"].breaker.failures >= 5  # so its circuit opens and callers fail fast
+        assert "result" in await gw.handle_request(s, call(99, "ok__echo"))
+    finally:
+        await gw.stop()
+
+
+async def test_a_client_of_one_dead_server_hears_why_at_initialize_not_after_every_retry(tmp_path: Path) -> None:
+    gw = make(tmp_path, {"dead": script_server("misbehave", "dead")})
+    await gw.start()
+    try:
+        s = gw.open_session("stdio", "dead")
+        started = asyncio.get_running_loop().time()
+        answer = await gw.handle_request(s, INIT)
+        assert asyncio.get_running_loop().time() - started < 5
+        assert answer["error"]["code"] == -32000
+        assert "exited" in answer["error"]["message"]
+    finally:
+        await gw.stop()
+
+
+async def test_a_server_that_never_finishes_its_handshake_does_not_hold_the_others(tmp_path: Path) -> None:
+    gw = make(tmp_path, {"mute": script_server("misbehave", "mute"), "ok": script_server("misbehave", "ok")},
+              startup_wait_s=1.0)
+    started = time.monotonic()
+    await gw.start()
+    try:
+        assert time.monotonic() - started < 10  # not the 90 s handshake timeout
+        s = await session(gw)
+        assert "result" in await gw.handle_request(s, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert "result" in await gw.handle_request(s, call(2, "ok__echo"))
+        assert gw.servers["mute"].state == "starting"
+    finally:
+        await gw.stop()
+
+
+def test_closing_stdin_with_calls_in_flight_exits_promptly_and_records_every_call(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(PERMISSIVE + "defaultTimeoutMs: 120000\n")
+    servers = write_servers(tmp_path / "servers.json", {"h": script_server("misbehave", "hang")})
+    proc = subprocess.Popen([str(MCPWALL), "proxy", "--stdio", "--home", str(tmp_path), "--servers", str(servers)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write((json.dumps(INIT) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        for i in range(6):
+            proc.stdin.write((json.dumps(call(i + 1, "h__act")) + "\n").encode())
+        proc.stdin.write((json.dumps(call(7, "h__echo")) + "\n").encode())
+        proc.stdin.flush()
+        time.sleep(1.0)
+        started = time.monotonic()
+        proc.stdin.close()
+        rc = proc.wait(timeout=30)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    assert rc == 0
+    assert took < 4, took  # the official SDK's client kills a server 4 s after closing its stdin
+    with sqlite3.connect(tmp_path / "ledger.db") as db:
+        rows = db.execute("SELECT request_id, outcome FROM tool_calls ORDER BY seq").fetchall()
+    assert sorted(int(r) for r, _ in rows) == [1, 2, 3, 4, 5, 6, 7]
+    assert {o for r, o in rows if r != "7"} == {"cancelled"}
