@@ -200,3 +200,42 @@ def test_closing_stdin_with_calls_in_flight_exits_promptly_and_records_every_cal
         rows = db.execute("SELECT request_id, outcome FROM tool_calls ORDER BY seq").fetchall()
     assert sorted(int(r) for r, _ in rows) == [1, 2, 3, 4, 5, 6, 7]
     assert {o for r, o in rows if r != "7"} == {"cancelled"}
+
+
+def test_children_a_server_leaves_behind_go_with_it(tmp_path: Path) -> None:
+    import os
+    import shlex
+    import sys
+
+    pidfile = tmp_path / "child.pid"
+    script = tmp_path / "serve.sh"
+    server = shlex.join([sys.executable, str(Path(__file__).parent / "servers" / "misbehave.py"), "ok"])
+    script.write_text(f"sleep 4242 & echo $! > {shlex.quote(str(pidfile))}\nexec {server}\n")
+    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
+    servers = write_servers(tmp_path / "servers.json", {"m": {"command": "/bin/sh", "args": [str(script)]}})
+    proc = subprocess.Popen([str(MCPWALL), "proxy", "--stdio", "--home", str(tmp_path), "--servers", str(servers)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write((json.dumps(INIT) + "\n").encode() + (json.dumps(call(1, "m__echo")) + "\n").encode())
+        proc.stdin.flush()
+        proc.stdout.readline()
+        assert "result" in json.loads(proc.stdout.readline())
+        child = int(pidfile.read_text())
+        os.kill(child, 0)  # alive while the server runs
+        proc.stdin.close()  # the gateway stops; the server exits at once on its stdin's end
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(child, 9)
+    pytest.fail("the server's child outlived it")

@@ -171,9 +171,9 @@ class StdioTransport:
                     self._signal_group(signal.SIGKILL)
                     with contextlib.suppress(Exception):
                         await proc.wait()
-        else:
-            # The server is gone; make sure no child it left behind survives.
-            self._signal_group(signal.SIGKILL)
+        # The server is gone (it may have exited on its own, in the grace period or before);
+        # make sure no child it left behind in its process group survives it.
+        self._signal_group(signal.SIGKILL)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
