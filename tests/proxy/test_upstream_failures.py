@@ -239,3 +239,18 @@ def test_children_a_server_leaves_behind_go_with_it(tmp_path: Path) -> None:
         time.sleep(0.1)
     os.kill(child, 9)
     pytest.fail("the server's child outlived it")
+
+
+def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
+    servers = write_servers(tmp_path / "servers.json", {"m": script_server("misbehave", "ok")})
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps(INIT) + "\n" + json.dumps(call(1, "m__tell", {"n": 1, "seconds": 2})) + "\n")
+    answers = tmp_path / "answers.jsonl"
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        rc = subprocess.run([str(MCPWALL), "proxy", "--stdio", "--home", str(tmp_path), "--servers", str(servers)],
+                            stdin=stdin, stdout=stdout, stderr=subprocess.DEVNULL, timeout=60).returncode
+    assert rc == 0  # it aborted (134) with nothing written
+    lines = [m for m in map(json.loads, answers.read_text().splitlines()) if "id" in m]
+    assert [m["id"] for m in lines] == [0, 1]
+    assert lines[1]["result"]["content"][0]["text"] == "told"  # a script's calls are answered in full

@@ -16,7 +16,7 @@ import orjson
 from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, ProtocolError, error, oversized_id, parse
 from mcpwall.proxy._gateway import Gateway
 from mcpwall.proxy._session import Session
-from mcpwall.transports._lines import skip_line, stdio_streams
+from mcpwall.transports._lines import skip_line, stdin_is_file, stdio_streams
 
 #: How long calls in flight may still finish once the client has closed stdin.
 SHUTDOWN_GRACE_S = 1.0
@@ -45,8 +45,10 @@ class StdioFrontend:
     async def serve(self, reader: asyncio.StreamReader | None = None,
                     writer: asyncio.StreamWriter | None = None) -> None:
         """Serve until stdin closes; then shut the gateway down."""
+        scripted = False
         if reader is None or writer is None:
             reader, writer = await stdio_streams()
+            scripted = stdin_is_file()
         self._writer = writer
         session = self.gateway.open_session("stdio", self.server, agent=self.agent,
                                             process_name=self.process_name or "", peer="stdio")
@@ -69,18 +71,19 @@ class StdioFrontend:
                 if line.strip():
                     await self._one(session, line)
         finally:
-            await self._settle_inflight()
+            await self._settle_inflight(None if scripted else SHUTDOWN_GRACE_S)
             self.gateway.close_session(session)
 
-    async def _settle_inflight(self) -> None:
+    async def _settle_inflight(self, grace: float | None) -> None:
         """At the end of input (or a signal): give calls in flight a short grace, together, then
         cancel the rest, so each still gets its ledger row (`cancelled`) before the process exits.
-        The official SDK's client SIGKILLs a server 4 s after closing its stdin."""
+        The official SDK's client SIGKILLs a server 4 s after closing its stdin. Requests read
+        from a file (`grace` None) are all answered, each within its own timeout."""
         tasks = list(self._tasks)
         if not tasks:
             return
         try:
-            _, late = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_S)
+            _, late = await asyncio.wait(tasks, timeout=grace)
         except asyncio.CancelledError:
             late = {t for t in tasks if not t.done()}
         for task in late:

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import os
+import stat
 import sys
 
 from mcpwall.protocol import MAX_MESSAGE_BYTES
@@ -50,10 +52,66 @@ async def log_lines(stream: asyncio.StreamReader, log: logging.Logger, label: st
 
 
 async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """This process's stdin and stdout as asyncio streams (stdout through a dup, unbuffered)."""
+    """This process's stdin and stdout as asyncio streams (stdout through a dup, unbuffered).
+
+    Pipes, sockets and terminals go through the event loop. A regular file (`< requests.jsonl`,
+    `> answers.jsonl`, a launcher logging to a file) cannot: the event loop refuses it (uvloop
+    aborts the process), so it is read on a thread / written directly (a file never blocks long).
+    """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES + 1024)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    if _regular(sys.stdin.fileno()):
+        loop.run_in_executor(None, _feed_from_file, loop, reader, os.dup(sys.stdin.fileno()))
+    else:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    if _regular(stdout.fileno()):
+        return reader, _FileWriter(stdout)  # type: ignore[return-value]
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+
+
+def stdin_is_file() -> bool:
+    """Input from a regular file: a script of requests, to be answered in full (not a client)."""
+    return _regular(sys.stdin.fileno())
+
+
+def _regular(fd: int) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def _feed_from_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        while chunk := f.read(1 << 16):
+            loop.call_soon_threadsafe(reader.feed_data, chunk)
+    loop.call_soon_threadsafe(reader.feed_eof)
+
+
+class _FileWriter:
+    """The part of `asyncio.StreamWriter` the stdio speakers use, over a regular file."""
+
+    def __init__(self, file: io.RawIOBase) -> None:
+        self._file = file
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[self._file.write(view) or 0:]
+
+    async def drain(self) -> None:
+        return None
+
+    def is_closing(self) -> bool:
+        return self._file.closed
+
+    def close(self) -> None:
+        self._file.close()
+
+    async def wait_closed(self) -> None:
+        return None
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return default
