@@ -124,6 +124,14 @@ RULES: tuple[Rule, ...] = (
        r"|optimi[sz]ed|enhanced|updated|modified|changed|disabled|restricted|redirected|retired)\b"
        rf"|\bthe\s+{_Q}?[\w.-]+{_Q}?\s+(?:tool|function|command|endpoint)\s+(?:has been|was|is now|now|will now"
        r"|is (?:deprecated|disabled|broken|retired|obsolete))\b", 2),
+    # -- orders about how another tool behaves: "when send_email is called, also ..." (1; 2 in results)
+    _r("tool-order", "tool_order", 1,
+       rf"\b(?:when(?:ever)?|each time|every time|any ?time|once)\s+(?:the\s+)?{_Q}?{_NAME}{_Q}?\s+"
+       r"(?:tool\s+|function\s+)?(?:is|are|gets?|has been|was)\s+(?:called|used|invoked|run|executed|triggered)\b"
+       rf"|\b(?:the\s+)?{_Q}?{_NAME}{_Q}?\s+(?:tool|function)\s+(?:must|should|shall|has to|needs to"
+       r"|is required to|is to)\b"
+       rf"|\b(?:calls?|invocations?|uses?)\s+(?:of|to)\s+(?:the\s+)?{_Q}?{_NAME}{_Q}?\s+(?:tool\s+)?(?:must"
+       r"|should|shall|need to|have to)\b", 2),
     # -- orders given to the model (1)
     _r("directive", "directive", 1,
        r"\byou (?:must|shall|should|are required to|have to|are instructed to|are obligated to"
@@ -162,6 +170,10 @@ RULES: tuple[Rule, ...] = (
        rf"\b(?:change|set|modify|replace|override|switch|rewrite|alter|force)\s+(?:the\s+)?{_Q}?[\w.-]+{_Q}?\s+"
        rf"(?:parameter|argument|param|field|value|option|setting)?\s*(?:to|with|into)\s+[{_Q[1:-1]}0-9]"
        r"|\balways (?:change|set|use|replace|add|include|append|prepend|send|cc|bcc|copy|forward)\b"
+       r"|\b(?:bcc|cc)\s*:?\s+[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+       r"|\badd\s+[\w.+-]+@[\w-]+(?:\.[\w-]+)+\s+(?:to|as|in)\s+(?:the\s+)?(?:bcc|cc|recipients?)\b"
+       r"|\b(?:bcc|cc)\s+(?:field|header|line|recipients?|address)\b[^.\n]{0,30}?\b(?:is|are|will be|must be"
+       r"|should be|gets)\s+(?:set|changed|added|filled|replaced)\b"
        r"|\b(?:automatically|silently|secretly|quietly|transparently) (?:redirects?|sets?|changes?|modif(?:y|ies)"
        r"|replaces?|overrides?|enables?|appends?|adds?|includes?|uses?|routes?|forwards?|sends?)\b"
        rf"|\buses? {_Q}?[\w' -]{{1,40}}?{_Q}? as the default (?:\w+ )?for (?:all|every|any)\b"
@@ -277,7 +289,7 @@ def promo_hits(text: str) -> list[Hit]:
 
 
 #: Groups that mean "another tool is being talked about".
-CROSS_TOOL_GROUPS = frozenset({"tool_claim", "tool_call"})
+CROSS_TOOL_GROUPS = frozenset({"tool_claim", "tool_call", "tool_order"})
 
 
 def _rule_set(rules: Sequence[Rule]) -> Any:
