@@ -126,6 +126,42 @@ async def test_dlp_exfiltration_is_per_session_and_only_recorded_in_audit_mode(t
         assert await stage.on_request(context(gw, arguments={"q": "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"})) is None
 
 
+GHP = "ghp_R8x2Lq9ZtV4mN7bK1cW3yH6dF0sJ5pA2eU8g"
+
+
+async def test_credentials_in_arguments_are_masked_whatever_the_argument_is_called(tmp_path: Path) -> None:
+    gw = gateway(tmp_path)
+    stage = dlp_mod.build({}, None)
+    assert stage is not None
+    args = {"note": "AKIAQX4PZ7T2LMNB3KQR", "headers": {"Authorization": f"Bearer {GHP}"},
+            "commit": "9f2c1e0b7a3d5c8e4f6a1b2c3d4e5f60718293a4", "body": "use ${GITHUB_TOKEN} here", "n": 3}
+    ctx = context(gw, arguments=args)
+    assert await stage.on_request(ctx) is None
+    sent = ctx.params["arguments"]
+    assert sent["note"] == "[REDACTED-aws-access-key]"
+    assert sent["headers"]["Authorization"] == "Bearer [REDACTED-github-token]"
+    # a digest, a placeholder and a number are ordinary arguments
+    assert {k: sent[k] for k in ("commit", "body", "n")} == {k: args[k] for k in ("commit", "body", "n")}
+    assert sorted(ctx.notes["dlp"]["erased"]) == ["request.arguments.headers.Authorization", "request.arguments.note"]
+    assert GHP not in json.dumps(ctx.params)
+
+
+async def test_credentials_in_arguments_can_deny_the_call_or_be_let_through(tmp_path: Path) -> None:
+    blocking = dlp_mod.build({"dlp": {"arguments": "block"}}, None)
+    assert blocking is not None
+    ctx = context(gateway(tmp_path), arguments={"text": f"my token is {GHP}"})
+    verdict = await blocking.on_request(ctx)
+    assert verdict is not None
+    assert verdict.code == -32001
+    assert verdict.data["rule_ids"] == ["mcpwall.dlp.arguments"]
+    assert GHP not in json.dumps(verdict.data)
+    off = dlp_mod.build({"dlp": {"arguments": "off"}}, None)
+    assert off is not None
+    ctx = context(gateway(tmp_path / "off"), arguments={"text": GHP})
+    assert await off.on_request(ctx) is None
+    assert ctx.params["arguments"]["text"] == GHP
+
+
 # ---------------------------------------------------------------------- honeytokens
 
 

@@ -7,11 +7,18 @@ secrets become `[REDACTED-<type>]`. `ctx.notes["dlp"]` records what was masked
 
 Request side (`on_request`): a tools/call (or prompts/get, resources/read)
 whose arguments carry a secret this session was shown, even encoded, is
-denied (-32001): the agent is exfiltrating it.
+denied (-32001): the agent is exfiltrating it. Any other credential in the
+arguments of a tools/call or prompts/get (a key, a token, a private key, a
+password in a URL, under whatever argument name) is masked before the server
+sees it (`arguments: redact`, the default, like the policy's redact rules
+for argument names), or the call is denied (`arguments: block`). The
+catch-all `high-entropy` type is left out there: hashes and ids are normal
+arguments.
 
 policy.yaml::
 
-    dlp: true | false | {enabled: true, action: redact|block, exfiltration: true, disable: [high-entropy]}
+    dlp: true | false | {enabled: true, action: redact|block, exfiltration: true,
+                         arguments: redact|block|off, disable: [high-entropy]}
 
 `action: block` withholds a result containing secrets instead of masking it.
 Redaction applies in audit mode too (like the policy's redact rules); the
@@ -36,6 +43,8 @@ log = logging.getLogger("mcpwall.dlp")
 
 #: Methods whose results are scanned and whose arguments are checked for exfiltration.
 SCANNED = frozenset({"tools/call", "resources/read", "prompts/get", "completion/complete"})
+#: Methods whose `arguments` are checked for credentials.
+ARGUMENTS = frozenset({"tools/call", "prompts/get"})
 MAX_NOTED = 50
 
 
@@ -43,6 +52,8 @@ class DLPConfig(StageConfig):
     enabled: bool = True
     action: Literal["redact", "block"] = "redact"
     exfiltration: bool = True
+    #: credentials in a call's arguments: masked, the call denied, or let through
+    arguments: Literal["redact", "block", "off"] = "redact"
     #: secret types to leave alone (e.g. `high-entropy`)
     disable: list[str] = Field(default_factory=list)
 
@@ -53,6 +64,8 @@ class DLPStage(Stage):
     def __init__(self, config: DLPConfig | None = None) -> None:
         self.config = config or DLPConfig()
         self.scanner = Scanner(disabled=self.config.disable)
+        self.argument_scanner = Scanner(disabled=[*self.config.disable, "high-entropy"])
+        self.argument_secrets = 0
         self.fingerprints = Fingerprints()
         self.responses_redacted = 0
         self.redactions = 0
@@ -61,8 +74,40 @@ class DLPStage(Stage):
         self.withheld = 0
 
     async def on_request(self, ctx: RequestContext) -> Reject | None:
-        if not self.config.exfiltration or ctx.method not in SCANNED:
+        if ctx.method not in SCANNED:
             return None
+        if self.config.exfiltration:
+            verdict = self._exfiltration(ctx)
+            if verdict is not None:
+                return verdict
+        if self.config.arguments != "off" and ctx.method in ARGUMENTS:
+            return self._arguments(ctx)
+        return None
+
+    def _arguments(self, ctx: RequestContext) -> Reject | None:
+        args = ctx.params.get("arguments")
+        if not isinstance(args, dict) or not args:
+            return None
+        body, findings = self.argument_scanner.redact(args, "arguments")
+        if not findings:
+            return None
+        self.argument_secrets += len(findings)
+        kinds = ", ".join(sorted({f.type for f in findings}))
+        where = ", ".join(f.path for f in findings[:5])
+        note = ctx.notes.setdefault("dlp", {})
+        note.setdefault("erased", []).extend(f"request.{f.path}" for f in findings[:MAX_NOTED])
+        if self.config.arguments == "block":
+            reason = f"[mcpwall.dlp.arguments] the arguments carry a credential ({kinds} at {where})"
+            log.warning("%s/%s: %s", ctx.server, ctx.target, reason)
+            return enforce(ctx, "dlp", Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + reason, {
+                "reasons": [reason], "rule_ids": ["mcpwall.dlp.arguments"],
+                "findings": [f.public() for f in findings[:MAX_NOTED]]}))
+        ctx.params = {**ctx.params, "arguments": body}
+        log.warning("%s/%s: masked %d credential(s) in the arguments (%s at %s)", ctx.server, ctx.target,
+                    len(findings), kinds, where)
+        return None
+
+    def _exfiltration(self, ctx: RequestContext) -> Reject | None:
         session = ctx.session.id
         if not self.fingerprints.has(session):
             return None
@@ -133,7 +178,8 @@ class DLPStage(Stage):
     def status(self) -> dict[str, Any]:
         return {"responses_redacted": self.responses_redacted, "redactions": self.redactions,
                 "by_type": dict(self.by_type), "exfiltration_blocked": self.exfiltration_blocked,
-                "withheld": self.withheld, "fingerprints": len(self.fingerprints), "action": self.config.action}
+                "withheld": self.withheld, "fingerprints": len(self.fingerprints), "action": self.config.action,
+                "argument_secrets": self.argument_secrets}
 
 
 def build(config: Mapping[str, Any], settings: Any = None) -> DLPStage | None:
