@@ -254,3 +254,20 @@ def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
     lines = [m for m in map(json.loads, answers.read_text().splitlines()) if "id" in m]
     assert [m["id"] for m in lines] == [0, 1]
     assert lines[1]["result"]["content"][0]["text"] == "told"  # a script's calls are answered in full
+
+
+async def test_a_servers_instructions_and_templates_are_screened_for_orders_to_the_agent(tmp_path: Path) -> None:
+    gw = make(tmp_path, {"p": script_server("misbehave", "poisoned"), "ok": script_server("misbehave", "ok")})
+    await gw.start()
+    try:
+        s = gw.open_session("stdio", "p")
+        init = await gw.handle_request(s, INIT)
+        assert "instructions" not in init["result"]  # clients paste these into the model's context
+        assert init["result"]["serverInfo"]["name"] == "misbehave-poisoned"
+        await gw.handle(s, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        listed = await gw.handle_request(s, {"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"})
+        assert [t["name"] for t in listed["result"]["resourceTemplates"]] == ["note"]
+        clean = gw.open_session("stdio", "ok")
+        assert "result" in await gw.handle_request(clean, INIT)
+    finally:
+        await gw.stop()

@@ -71,6 +71,8 @@ DEFAULT_ACTIONS: dict[str, str | dict[str, str]] = {
 _STRENGTH = {"allow": 0, "warn": 1, "ask": 2, "hide": 3, "block": 3}
 _KEYS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources"}
 _CALLS = {"tools/call": "tools", "prompts/get": "prompts", "resources/read": "resources"}
+#: What else a server says to the model: its instructions, its resource templates' descriptions.
+_SCREENED = frozenset({"initialize", "resources/templates/list"})
 
 
 class PoisoningConfig:
@@ -290,6 +292,8 @@ class PoisoningStage(Stage):
         body = response.get("result")
         if not isinstance(body, dict):
             return response
+        if ctx.method in _SCREENED:
+            return self._screen(ctx, response, body)
         if ctx.method in _KEYS:
             key = _KEYS[ctx.method]
             if isinstance(body.get(key), list):
@@ -323,6 +327,36 @@ class PoisoningStage(Stage):
         if not self.config.strip and not scan.redacted:
             return response
         return {**response, "result": scan.result}
+
+    def _screen(self, ctx: RequestContext, response: Message, body: dict[str, Any]) -> Message:
+        """A server's `initialize` instructions (clients put them in the model's context) and its
+        resource templates' descriptions: scanned like a tool's description; in enforce mode a
+        poisoned one is dropped (instructions) or left out (a template), the rest sanitised."""
+        server = ctx.session.server or ""
+        if ctx.method == "initialize":
+            text = body.get("instructions")
+            if not isinstance(text, str) or not text.strip() or not server:
+                return response
+            verdict = self.verdict(server, "instructions", "(instructions)", {"description": text})
+            if verdict.action in ("block", "hide", "ask") and self._enforcing():
+                self.counts["hidden"] += 1
+                ctx.notes["poisoning"] = {"instructions": [f.as_dict() for f in verdict.findings]}
+                return {**response, "result": {k: v for k, v in body.items() if k != "instructions"}}
+            return {**response, "result": {**body, "instructions": sanitize(text)}} if _has_hidden(text) else response
+        items = body.get("resourceTemplates")
+        if not isinstance(items, list):
+            return response
+        kept = []
+        for item in items:
+            if isinstance(item, dict) and self._enforcing() and self.verdict(
+                    server, "templates", str(item.get("name") or item.get("uriTemplate") or ""),
+                    item).action in ("block", "hide"):
+                self.counts["hidden"] += 1
+                continue
+            kept.append(item)
+        if _has_hidden(kept):
+            kept = sanitize(kept)
+        return response if kept == items else {**response, "result": {**body, "resourceTemplates": kept}}
 
     def _clean_listing(self, response: Message, body: dict[str, Any], key: str) -> Message:
         items = body.get(key)
