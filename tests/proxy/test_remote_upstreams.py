@@ -63,14 +63,16 @@ def upstreams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
 def gw(tmp_path_factory: pytest.TempPathFactory, upstreams: dict[str, str]) -> Iterator[GatewayProcess]:
     home: Path = tmp_path_factory.mktemp("gw-remote")
     servers = {"streamy": {"url": upstreams["streamable-http"], "type": "http"},
-               "legacy": {"url": upstreams["sse"], "type": "sse"}}
+               "legacy": {"url": upstreams["sse"], "type": "sse"},
+               # what `init` writes for Cursor's bare `url`: the server only speaks the older HTTP+SSE
+               "guessed": {"url": upstreams["sse"], "type": "http"}}
     g = GatewayProcess(home, servers, PERMISSIVE.replace("defaultAction: allow", "defaultAction: allow\nservers:\n"
                        f"  plain: {{url: '{upstreams['http']}', transport: http}}")).start()
     yield g
     g.stop()
 
 
-@pytest.mark.parametrize("server", ["streamy", "legacy"])
+@pytest.mark.parametrize("server", ["streamy", "legacy", "guessed"])
 async def test_tools_resources_and_prompts_over_remote_transports(gw: GatewayProcess, server: str) -> None:
     async with http_client(f"{gw.url}/mcp", gw.token) as c:
         tools = {t.name for t in (await c.list_tools()).tools}

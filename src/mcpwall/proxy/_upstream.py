@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwall import __version__
 from mcpwall.policy import ServerSpec
 from mcpwall.protocol import LATEST_VERSION, ErrorCode, Message, RequestId, error, notification
-from mcpwall.transports import Transport, TransportError, transport_for
+from mcpwall.transports import SseTransport, StreamableHttpTransport, Transport, TransportError, transport_for
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
@@ -150,6 +151,8 @@ class UpstreamServer:
         self._failed = asyncio.Event()
         self._down = asyncio.Event()
         self._down_since: float | None = None
+        #: a streamable-HTTP URL was refused and the older HTTP+SSE transport tried instead
+        self._fell_back = False
         self._stopping = False
         self._restart_task: asyncio.Task[None] | None = None
         self._generation = 0
@@ -195,12 +198,31 @@ class UpstreamServer:
             log.info("[%s] ready (%s) %s", self.name, transport.description,
                      self.init_result.get("serverInfo", {}))
         except (TransportError, UpstreamError, OSError) as exc:
+            if self._older_transport(transport, exc):
+                await self._close_transport()
+                await self.start()
+                return
             self.last_error = str(exc)
             log.error("[%s] failed to start: %s", self.name, exc)
             self.state = "failed"
             self._failed.set()
             await self._close_transport()
             self._schedule_restart()
+
+    def _older_transport(self, transport: Transport, exc: BaseException) -> bool:
+        """MCP's backwards compatibility: a URL that refuses the streamable-HTTP `initialize` POST
+        with 400, 404 or 405 may be a server of the older HTTP+SSE transport; try that once.
+        (Cursor and others configure both behind a bare `url`, which `init` records as
+        streamable HTTP.)"""
+        if self._fell_back or not isinstance(transport, StreamableHttpTransport) or not self.spec.url \
+                or not re.search(r"\bHTTP (?:400|404|405)\b", str(exc)):
+            return False
+        self._fell_back = True
+        url, headers = self.spec.url, self.spec.headers
+        self._factory = lambda: SseTransport(url, headers, name=self.name)
+        log.warning("[%s] %s refused streamable HTTP (%s); trying the older HTTP+SSE transport", self.name, url,
+                    str(exc)[:120])
+        return True
 
     async def wait_ready(self, timeout: float, *, until_failure: bool = False) -> bool:
         """Whether the server is (or becomes, within `timeout`) ready to take requests.
