@@ -485,7 +485,29 @@ class Gateway:
         if upstream is not None:
             answer = dict(msg)
             answer["id"] = req.upstream_id
+            refused = self._answer_refused(session, answer)
+            if refused is not None:
+                log.warning("[%s] %s answer of session %s withheld: %s", upstream.name, req.method,
+                            session.id[:8], refused)
+                answer = error(req.upstream_id, ErrorCode.BLOCKED, "Blocked by mcpwall: " + refused,
+                               {"reasons": [refused]})
             await upstream.respond(answer)
+
+    def _answer_refused(self, session: Session, answer: Message) -> str | None:
+        """The request-side checks that apply to a client's answer to a server (sampling output,
+        elicited input): a decoy credential, or a secret the session was shown, must not reach
+        the server this way either."""
+        body = answer.get("result", answer.get("error"))
+        tripwire = self.pipeline.find("honeytoken_tripwire")
+        why = tripwire.tripped(body) if tripwire is not None else None  # type: ignore[attr-defined]
+        if why is None and (dlp := self.pipeline.find("dlp")) is not None:
+            why = dlp.exfiltrating(session.id, body)  # type: ignore[attr-defined]
+        return why
+
+    def _mask(self, session_id: str | None, msg: Message) -> Message:
+        """A server's own message to a client, with secrets masked (DLP), as results are."""
+        dlp = self.pipeline.find("dlp")
+        return dlp.mask_outbound(session_id or "", msg) if dlp is not None else msg  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ upstream -> clients
 
@@ -548,7 +570,7 @@ class Gateway:
         session, emit = target
         downstream_id = session.next_id()
         session.server_requests[downstream_id] = ServerRequest(upstream.name, uid, method)
-        out = dict(msg)
+        out = self._mask(session.id, dict(msg))
         out["id"] = downstream_id
         delivered = False
         if emit is not None:
@@ -570,7 +592,7 @@ class Gateway:
             if entry is None:
                 return
             out = notification(method, {**params, "progressToken": entry.progress_token})
-            self.spawn(self._deliver(entry.session_id, entry.emit, out))
+            self.spawn(self._deliver(entry.session_id, entry.emit, self._mask(entry.session_id, out)))
         elif method in ("notifications/tools/list_changed", "notifications/prompts/list_changed",
                         "notifications/resources/list_changed"):
             self.spawn(self._list_changed(upstream, method))
@@ -587,21 +609,21 @@ class Gateway:
                         s.server_requests.pop(did, None)
                         self.spawn(s.push(notification(method, {**params, "requestId": did})))
         elif pending is not None:
-            self.spawn(self._deliver(pending.session_id, pending.emit, msg))
+            self.spawn(self._deliver(pending.session_id, pending.emit, self._mask(pending.session_id, msg)))
         elif (owner := self._only_caller(upstream)) is not None:
             # Sent while clients' requests are in flight: it may carry one caller's data (a log
             # line with its arguments), so it goes to that caller only, and nowhere when several call.
             if owner is _SEVERAL:
                 log.debug("[%s] %s dropped: requests of several clients in flight", upstream.name, method)
             else:
-                self.spawn(self._deliver(owner[0].id, owner[1], msg))
+                self.spawn(self._deliver(owner[0].id, owner[1], self._mask(owner[0].id, msg)))
         else:
             # Nothing in flight: the server speaks on its own (a periodic log line). A lone session
             # (`wrap`, `--stdio`) gets it; among several, log lines go to those that asked for logs.
             listeners = [s for s in self.sessions.values() if s.server in (None, upstream.name) and s.kind != "plain"]
             for s in listeners:
                 if method != "notifications/message" or s.log_level is not None or len(listeners) == 1:
-                    self.spawn(s.push(msg))
+                    self.spawn(s.push(self._mask(s.id, msg)))
 
     async def _deliver(self, session_id: str | None, emit: Emit | None, msg: Message) -> None:
         if emit is not None:

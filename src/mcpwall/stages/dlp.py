@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.security._stagekit import StageConfig, enforce, parse
@@ -54,6 +54,11 @@ class DLPConfig(StageConfig):
     exfiltration: bool = True
     #: credentials in a call's arguments: masked, the call denied, or let through
     arguments: Literal["redact", "block", "off"] = "redact"
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML reads a bare `off` as false
     #: secret types to leave alone (e.g. `high-entropy`)
     disable: list[str] = Field(default_factory=list)
 
@@ -83,6 +88,37 @@ class DLPStage(Stage):
         if self.config.arguments != "off" and ctx.method in ARGUMENTS:
             return self._arguments(ctx)
         return None
+
+    # ------------------------------------------------------------------ server <-> client, outside calls
+
+    def mask_outbound(self, session_id: str, msg: Message) -> Message:
+        """A message a server sends a client on its own (a log line, progress, a sampling or
+        elicitation request): its secrets masked like a result's, and remembered for the session
+        so that they cannot be sent back out either."""
+        params = msg.get("params")
+        if not isinstance(params, dict):
+            return msg
+        body, findings = self.scanner.redact(params, "params")
+        if not findings:
+            return msg
+        self.redactions += len(findings)
+        self.by_type.update(f.type for f in findings)
+        if self.config.exfiltration:
+            self.fingerprints.add(session_id, findings)
+        log.info("%s from a server: redacted %d secret(s)", msg.get("method"), len(findings))
+        return {**msg, "params": body}
+
+    def exfiltrating(self, session_id: str, value: Any) -> str | None:
+        """Why a client's answer to a server's request (a sampling result, an elicitation) must not
+        reach the server: it carries a secret the session was shown; None when it may."""
+        if not self.config.exfiltration or not self.fingerprints.has(session_id):
+            return None
+        hits = self.fingerprints.match(session_id, value, self.scanner)
+        if not hits:
+            return None
+        self.exfiltration_blocked += 1
+        kinds = ", ".join(sorted({h["type"] for h in hits}))
+        return f"[mcpwall.dlp.exfiltration] the answer carries a secret this session received ({kinds})"
 
     def _arguments(self, ctx: RequestContext) -> Reject | None:
         args = ctx.params.get("arguments")

@@ -105,6 +105,17 @@ class HoneytokenTripwire(Stage):
                 k: alert[k] for k in ("type", "part", "path", "planted_server", "planted_tool")}}),
             always=self.config.blockInAudit)
 
+    def tripped(self, value: Any) -> str | None:
+        """Why a client's answer to a server's request must not reach the server: it carries a
+        decoy credential (the tripwire's other way in); None when it does not."""
+        hits = self.registry.find(value)
+        if not hits:
+            return None
+        self.alerts += 1
+        reason = f"[mcpwall.honeytoken] a decoy credential ({hits[0].part}) was sent at {hits[0].path}"
+        log.warning("HONEYTOKEN ALERT: %s, in a client's answer to a server's request", reason)
+        return reason
+
     def status(self) -> dict[str, Any]:
         return {"alerts": self.alerts, "known_decoy_parts": len(self.registry), "detected": self.registry.detected}
 
