@@ -12,6 +12,7 @@ import click
 from mcpwall.cli._common import home_option, resolve_home
 from mcpwall.errors import ConfigError
 from mcpwall.policy import ServerSpec
+from mcpwall.shared import state_url
 
 
 def _refuse_token(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -48,6 +49,9 @@ def gateway_options(func: Any) -> Any:
                           "policy file there)."),
         click.option("--ledger", "ledger_url", default=None,
                      help="Ledger database: a path or sqlite:///PATH or postgresql://... (default <home>/ledger.db)."),
+        click.option("--state", "state_flag", default=None,
+                     help="Redis URL for state shared by several replicas (rate limits, pins, approvals); "
+                          "default $MCPWALL_STATE_URL, else none."),
         click.option("--log-level", default="INFO", show_default=True),
         home_option,
     ]
@@ -82,8 +86,9 @@ def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[
                                extra_servers=extra, host=host, port=port, insecure_no_auth=insecure_no_auth,
                                token_file=token_file, allowed_hosts=list(allowed_hosts),
                                allowed_origins=list(allowed_origins))
+    state_flag = options.pop("state_flag", None)
     settings.extras = {"ledger_url": ledger_url, "frame_listen": list(frame_listen), "isolate": isolate,
-                       **options}
+                       "state_url": state_url(state_flag), **options}
     return settings
 
 
@@ -119,7 +124,7 @@ def _run(settings: Any, stdio: bool, agent: str, log_level: str, record: bool = 
 def proxy(home: Path | None, policy_file: Path | None, servers_files: tuple[Path, ...], discover: bool, host: str,
           port: int, stdio: bool, agent: str, insecure_no_auth: bool, token_file: Path | None,
           allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], frame_listen: tuple[str, ...],
-          isolate: bool, ledger_url: str | None, log_level: str) -> None:
+          isolate: bool, ledger_url: str | None, log_level: str, state_flag: str | None) -> None:
     """Run the gateway: every server behind one policy-enforcing MCP endpoint.
 
     Serves /mcp (all servers, tools named server__tool), /mcp/{server},
@@ -127,7 +132,7 @@ def proxy(home: Path | None, policy_file: Path | None, servers_files: tuple[Path
     /metrics on 127.0.0.1:9420, or everything over stdio with --stdio.
     """
     settings = _settings(home, policy_file, servers_files, discover, host, port, insecure_no_auth, token_file,
-                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate)
+                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate, state_flag=state_flag)
     _run(settings, stdio, agent, log_level)
 
 
@@ -136,10 +141,10 @@ def proxy(home: Path | None, policy_file: Path | None, servers_files: tuple[Path
 def record(home: Path | None, policy_file: Path | None, servers_files: tuple[Path, ...], discover: bool, host: str,
            port: int, stdio: bool, agent: str, insecure_no_auth: bool, token_file: Path | None,
            allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], frame_listen: tuple[str, ...],
-           isolate: bool, ledger_url: str | None, log_level: str) -> None:
+           isolate: bool, ledger_url: str | None, log_level: str, state_flag: str | None) -> None:
     """Run the gateway and capture every session to <home>/sessions/<id>.mcpcap.json."""
     settings = _settings(home, policy_file, servers_files, discover, host, port, insecure_no_auth, token_file,
-                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate)
+                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate, state_flag=state_flag)
     _run(settings, stdio, agent, log_level, record=True)
 
 
@@ -177,7 +182,7 @@ def wrap(name: str, policy_file: Path | None, agent: str, process_name: str, led
     spec = ServerSpec(command=argv[0], args=argv[1:], env=env)
     settings = GatewaySettings(home=resolve_home(home), policy_path=policy_file, extra_servers={name: spec},
                                only_server=name, insecure_no_auth=True)
-    settings.extras = {"ledger_url": ledger_url, "frame_listen": []}
+    settings.extras = {"ledger_url": ledger_url, "frame_listen": [], "state_url": state_url(None)}
     built = build(settings)
     try:
         run(serve_stdio(built, name, agent=agent, process_name=process_name or _parent_name()))

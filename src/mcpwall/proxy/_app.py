@@ -100,6 +100,11 @@ def build(settings: GatewaySettings) -> Built:
         for plugin in STAGE_PLUGINS:
             stages = plugin(settings, stages)
         gateway = Gateway(servers, store, stages, GatewayOptions(**settings.options))
+        state_url = (settings.extras or {}).get("state_url")
+        if state_url:
+            from mcpwall.shared import RedisStateStore
+
+            gateway.state = RedisStateStore(state_url)  # pins, honeytokens, approvals: shared by replicas
         for extend in EXTENSIONS:
             extend(settings, gateway)
     except PolicyError:

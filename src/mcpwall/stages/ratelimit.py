@@ -3,7 +3,9 @@
 The client is the session's agent or client name plus its peer address. The
 count also feeds the policy's `contextCondition.maxRequestsPerMinute`.
 Default: 6,000 requests a minute per client (mcp-seatbelt's 100 blocks any
-real agent session); 0 disables the limit.
+real agent session); 0 disables the limit. Replicas given a Redis URL count
+together (`mcpwall.shared.SharedRate`), falling back to their own window
+while Redis is away.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcpwall.protocol import ErrorCode
+from mcpwall.shared import SharedRate
 from mcpwall.stages._base import Reject, RequestContext, Stage
 
 DEFAULT_PER_MINUTE = 6000
@@ -50,11 +53,14 @@ class _Window:
 class RateLimitStage(Stage):
     name = "ratelimit"
 
-    def __init__(self, per_minute: int = DEFAULT_PER_MINUTE, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, per_minute: int = DEFAULT_PER_MINUTE, clock: Callable[[], float] = time.monotonic,
+                 shared: SharedRate | None = None) -> None:
         self.per_minute = per_minute
         self._clock = clock
         self._windows: dict[str, _Window] = {}
         self.limited = 0
+        #: replicas sharing a Redis count together (mcpwall.shared); None: this process alone
+        self.shared = shared
 
     def key(self, ctx: RequestContext) -> str:
         s = ctx.session
@@ -69,25 +75,38 @@ class RateLimitStage(Stage):
         return window
 
     async def on_request(self, ctx: RequestContext) -> Reject | None:
-        now = int(self._clock())
-        window = self._window(self.key(ctx), now)
-        n = window.hit(now)
+        key = self.key(ctx)
+        counted = await self.shared.hit(key) if self.shared is not None else None
+        if counted is not None:
+            n, second = counted
+        else:
+            now = int(self._clock())
+            window = self._window(key, now)
+            n = window.hit(now)
         ctx.notes["requests_last_minute"] = n
         if self.per_minute and n > self.per_minute:
-            window.undo()
+            if counted is not None and self.shared is not None:
+                await self.shared.undo(key, second)
+            else:
+                window.undo()
             self.limited += 1
             return Reject(ErrorCode.RATE_LIMITED, f"Rate limit exceeded: {self.per_minute} requests per minute",
                           {"limit": self.per_minute, "window_s": 60}, http_status=429, outcome="rate_limited")
         return None
 
     def status(self) -> dict[str, Any]:
-        return {"per_minute": self.per_minute, "limited": self.limited, "clients": len(self._windows)}
+        out: dict[str, Any] = {"per_minute": self.per_minute, "limited": self.limited, "clients": len(self._windows)}
+        if self.shared is not None:
+            out["shared"] = {"url": self.shared.url, "errors": self.shared.errors}
+        return out
 
 
 def build(config: Mapping[str, Any], settings: Any = None) -> RateLimitStage:
     """`stages: {ratelimit: {requestsPerMinute: N}}` in policy.yaml; 0 switches it off."""
     section = (config.get("stages") or {}).get("ratelimit") or {}
-    return RateLimitStage(int(section.get("requestsPerMinute", DEFAULT_PER_MINUTE)))
+    url = (getattr(settings, "extras", None) or {}).get("state_url")
+    return RateLimitStage(int(section.get("requestsPerMinute", DEFAULT_PER_MINUTE)),
+                          shared=SharedRate(url) if url else None)
 
 
 __all__ = ["DEFAULT_PER_MINUTE", "RateLimitStage", "build"]
