@@ -29,12 +29,16 @@ from mcpwall.state import StateStore
 
 NAMESPACE = "pins"
 KINDS: dict[str, tuple[str, ...]] = {
-    "tool": ("name", "title", "description", "inputSchema", "annotations"),
+    "tool": ("name", "title", "description", "inputSchema", "outputSchema", "annotations"),
     "prompt": ("name", "title", "description", "arguments"),
     "resource": ("uri", "name", "title", "description", "mimeType"),
     "template": ("uriTemplate", "name", "title", "description", "mimeType"),
 }
 _NAME_FIELD = {"resource": "uri", "template": "uriTemplate"}
+#: Tool pins written before `outputSchema` was pinned (records without "fields"): they are
+#: compared on these fields once, and rewritten with the current ones when they still match.
+_TOOL_FIELDS_V1 = ("name", "title", "description", "inputSchema", "annotations")
+FIELDS_VERSION = 2
 #: A description shorter than this is too generic to prove that a new tool is a renamed old one.
 RENAME_MIN_DESCRIPTION = 20
 
@@ -48,9 +52,9 @@ def item_name(kind: str, item: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def fingerprint(kind: str, item: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def fingerprint(kind: str, item: Mapping[str, Any], fields: Sequence[str] | None = None) -> tuple[str, dict[str, Any]]:
     """(hash, the pinned fields) of one list entry."""
-    definition = {k: item[k] for k in KINDS[kind] if item.get(k) is not None}
+    definition = {k: item[k] for k in (fields or KINDS[kind]) if item.get(k) is not None}
     digest = hashlib.sha256(orjson.dumps(definition, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
     return digest, definition
 
@@ -106,20 +110,24 @@ class PinBook:
         it are then marked removed (their pins stay)."""
         now = self.clock()
         current: dict[str, tuple[str, dict[str, Any]]] = {}
+        by_name: dict[str, Mapping[str, Any]] = {}
         for item in items:
             name = item_name(kind, item)
             if name is not None:
                 current[name] = fingerprint(kind, item)
+                by_name[name] = item
         if not self.seen(server, kind):
             for name, (digest, definition) in current.items():
                 self._put(server, kind, name, {"hash": digest, "definition": definition, "pinned_at": now,
-                                               "removed_at": None, "pending": None})
+                                               "removed_at": None, "pending": None, "fields": FIELDS_VERSION})
             self.store.put_state(NAMESPACE, f"{server}/#{kind}", {"first_seen": now})
             return []
         # fast path: one read per item while nothing changed
         unchanged = True
-        for name, (digest, _) in current.items():
+        for name, (digest, definition) in current.items():
             record = self.get(server, kind, name)
+            if record is not None and record.get("hash") != digest:
+                record = self._upgraded(server, kind, name, record, by_name[name], digest, definition)
             if record is None or record.get("hash") != digest or record.get("pending") or record.get("removed_at"):
                 unchanged = False
                 break
@@ -129,6 +137,8 @@ class PinBook:
         changes: list[PinChange] = []
         for name, (digest, definition) in current.items():
             record = records.get(name)
+            if record is not None and record.get("hash") != digest:
+                record = self._upgraded(server, kind, name, record, by_name[name], digest, definition)
             if record is None:
                 changes += self._new(server, kind, name, digest, definition, records, on_new, now)
             elif record.get("hash") == digest:
@@ -156,6 +166,17 @@ class PinBook:
                     self._put(server, kind, name, {**record, "removed_at": now})
         return changes
 
+    def _upgraded(self, server: str, kind: str, name: str, record: dict[str, Any], item: Mapping[str, Any],
+                  digest: str, definition: dict[str, Any]) -> dict[str, Any]:
+        """A tool pin from before `outputSchema` was pinned, rewritten with today's fields if the
+        definition is unchanged on the fields it was pinned on; any other record as it is."""
+        if kind != "tool" or record.get("fields") or not record.get("hash") \
+                or fingerprint(kind, item, _TOOL_FIELDS_V1)[0] != record["hash"]:
+            return record
+        upgraded = {**record, "hash": digest, "definition": definition, "fields": FIELDS_VERSION}
+        self._put(server, kind, name, upgraded)
+        return upgraded
+
     def _new(self, server: str, kind: str, name: str, digest: str, definition: dict[str, Any],
              records: Mapping[str, dict[str, Any]], on_new: str, now: float) -> list[PinChange]:
         text = _description(definition)
@@ -165,7 +186,7 @@ class PinBook:
                              and _description(r.get("definition")) == text), None)
         if original is None and on_new == "pin":
             self._put(server, kind, name, {"hash": digest, "definition": definition, "pinned_at": now,
-                                           "removed_at": None, "pending": None})
+                                           "removed_at": None, "pending": None, "fields": FIELDS_VERSION})
             return []
         change = "renamed" if original else "added"
         self._put(server, kind, name, {"hash": None, "definition": None, "pinned_at": None, "removed_at": None,
@@ -198,7 +219,7 @@ class PinBook:
                 continue
             self.store.put_state(NAMESPACE, key, {**record, "hash": pending["hash"],
                                                   "definition": pending["definition"], "pinned_at": self.clock(),
-                                                  "removed_at": None, "pending": None})
+                                                  "removed_at": None, "pending": None, "fields": FIELDS_VERSION})
             accepted.append(key)
         return accepted
 

@@ -2,7 +2,7 @@
 
 The first time the gateway sees a server's tools (and prompts, resources and
 resource templates), it pins each one: its name, title, description, input
-schema and annotations, hashed, kept in `gateway.state` (the ledger when one
+and output schemas and annotations, hashed, kept in `gateway.state` (the ledger when one
 runs, so pins survive a restart) under the namespace "pins". Later lists are
 compared with the pins:
 
