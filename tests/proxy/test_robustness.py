@@ -80,7 +80,19 @@ def test_a_message_over_4_mib_is_refused(gw: GatewayProcess) -> None:
     r = gw.post("/memory", big)
     assert r.status_code == 413
     assert r.json()["error"]["code"] == -32600
+    assert r.json()["id"] == 1  # the id is read from the message's first bytes
     healthy(gw)
+    # SPEC 5: every tools/call the gateway sees has its row, this one too
+    import sqlite3
+
+    for _ in range(50):
+        with sqlite3.connect(gw.home / "ledger.db") as db:
+            rows = db.execute("SELECT tool_name, outcome, error_message FROM tool_calls WHERE request_id = '1' "
+                              "AND tool_name = 'create_entities'").fetchall()
+        if rows:
+            break
+        time.sleep(0.1)
+    assert rows == [("create_entities", "rejected", "message exceeds the 4194304 byte limit")]
 
 
 def test_envelope_errors_are_invalid_requests(gw: GatewayProcess) -> None:

@@ -271,3 +271,19 @@ async def test_a_servers_instructions_and_templates_are_screened_for_orders_to_t
         assert "result" in await gw.handle_request(clean, INIT)
     finally:
         await gw.stop()
+
+
+def test_an_oversized_call_on_stdio_is_answered_under_its_id_and_recorded(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
+    servers = write_servers(tmp_path / "servers.json", {"m": script_server("misbehave", "ok")})
+    big = {"jsonrpc": "2.0", "id": 70, "method": "tools/call",
+           "params": {"name": "m__echo", "arguments": {"blob": "x" * (4 * 1024 * 1024 + 10)}}}
+    lines = json.dumps(INIT) + "\n" + json.dumps(big) + "\n" + json.dumps(call(71, "m__echo")) + "\n"
+    done = subprocess.run([str(MCPWALL), "proxy", "--stdio", "--home", str(tmp_path), "--servers", str(servers)],
+                          input=lines.encode(), capture_output=True, timeout=60)
+    answers = {m["id"]: m for m in map(json.loads, done.stdout.decode().splitlines()) if "id" in m}
+    assert answers[70]["error"]["code"] == -32600
+    assert "result" in answers[71]
+    with sqlite3.connect(tmp_path / "ledger.db") as db:
+        rows = dict(db.execute("SELECT request_id, outcome FROM tool_calls").fetchall())
+    assert rows == {"70": "rejected", "71": "ok"}

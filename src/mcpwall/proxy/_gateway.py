@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from mcpwall.protocol import (
     classify,
     error,
     notification,
+    oversized_id,
     request_id,
     result,
 )
@@ -59,6 +61,9 @@ _LIST_KEYS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list"
 DOOR_ROWS_PER_MINUTE = 120
 #: `_only_caller`'s answer when the requests in flight to a server come from more than one session.
 _SEVERAL: tuple[Any, Any] = (None, None)
+#: In the edges of a message too long to parse: a tools/call (its method named there), and its tool.
+_TOP_CALL = re.compile(rb'"method"\s*:\s*"tools/call"')
+_CALL_NAME = re.compile(rb'"params"\s*:\s*\{\s*"name"\s*:\s*"([^"\\]{1,200})"')
 _CAPABILITY_FOR = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
                    "roots/list": "roots"}
 
@@ -230,13 +235,29 @@ class Gateway:
     async def refused_raw(self, raw: bytes, exc: ProtocolError, *, session: Session | None = None,
                           server: str | None = None, **fields: Any) -> None:
         """`refused` for a body `parse` could not take (a batch...), when it holds a tools/call."""
-        if b"tools/call" not in raw or len(raw) > MAX_MESSAGE_BYTES:
+        if len(raw) > MAX_MESSAGE_BYTES:
+            await self.refused_oversized(raw[:256], raw[-256:], session=session, server=server, **fields)
+            return
+        if b"tools/call" not in raw:
             return
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return
         await self.refused(value, exc.code, exc.message, session=session, server=server, **fields)
+
+    async def refused_oversized(self, head: bytes, tail: bytes, *, session: Session | None = None,
+                                server: str | None = None, **fields: Any) -> None:
+        """`refused` for a message over the size bound, of which only its edges were kept: a
+        tools/call (its method at the top level, at either edge) gets its row, under its id and
+        tool name when the edges tell them."""
+        if not (_TOP_CALL.search(head) or _TOP_CALL.search(tail)):
+            return
+        named = _CALL_NAME.search(head)
+        params = {"name": named.group(1).decode("utf-8", "replace")} if named else {}
+        stub = {"jsonrpc": "2.0", "id": oversized_id(head, tail), "method": "tools/call", "params": params}
+        await self.refused(stub, ErrorCode.INVALID_REQUEST, f"message exceeds the {MAX_MESSAGE_BYTES} byte limit",
+                           session=session, server=server, **fields)
 
     def close_session(self, session: Session) -> None:
         if session.closed:

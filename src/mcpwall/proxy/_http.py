@@ -32,6 +32,7 @@ from mcpwall.protocol import (
     Message,
     ProtocolError,
     error,
+    oversized_id,
     parse,
     request_id,
 )
@@ -68,8 +69,15 @@ def _sse_event(msg: Message) -> bytes:
     return b"event: message\ndata: " + orjson.dumps(msg) + b"\n\n"
 
 
+TOO_LARGE = f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"
+
+
 class _BodyTooLarge(Exception):
-    pass
+    """A body over the size bound; `head` is its first bytes (enough to tell whose request it was)."""
+
+    def __init__(self, head: bytes = b"") -> None:
+        super().__init__("body too large")
+        self.head = head
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:
@@ -82,7 +90,7 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
         chunk = event.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise _BodyTooLarge
+            raise _BodyTooLarge(b"".join(chunks)[:256] if chunks else chunk[:256])
         chunks.append(chunk)
         if not event.get("more_body", False):
             return b"".join(chunks) if len(chunks) != 1 else chunks[0]
@@ -240,9 +248,8 @@ class HttpFrontend:
             return
         try:
             raw = await _read_body(receive, MAX_MESSAGE_BYTES)
-        except _BodyTooLarge:
-            await _reply_json(send, 413, error(None, ErrorCode.INVALID_REQUEST,
-                                               f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
+        except _BodyTooLarge as exc:
+            await self._too_large(send, exc, server, scope)
             return
         except ConnectionError:
             return
@@ -415,9 +422,8 @@ class HttpFrontend:
         try:
             raw = await _read_body(receive, MAX_MESSAGE_BYTES)
             msg = parse(raw)
-        except _BodyTooLarge:
-            await _reply_json(send, 413, error(None, ErrorCode.INVALID_REQUEST,
-                                               f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
+        except _BodyTooLarge as exc:
+            await self._too_large(send, exc, server, scope)
             return
         except ConnectionError:
             return
@@ -441,6 +447,11 @@ class HttpFrontend:
         else:
             await _reply(send, _status_for(response), orjson.dumps(response))
 
+    async def _too_large(self, send: Send, exc: _BodyTooLarge, server: str | None, scope: Scope) -> None:
+        """413 under the request's id when its first bytes tell it; a tools/call gets its ledger row."""
+        await self.gateway.refused_oversized(exc.head, b"", server=server, peer=_peer(scope))
+        await _reply_json(send, 413, error(oversized_id(exc.head, b""), ErrorCode.INVALID_REQUEST, TOO_LARGE))
+
     async def _explain(self, receive: Receive, send: Send, server: str, headers: dict[str, str],
                        identity: str | None) -> None:
         from mcpwall.proxy._explain import explain
@@ -448,8 +459,7 @@ class HttpFrontend:
         try:
             body = orjson.loads(await _read_body(receive, MAX_MESSAGE_BYTES))
         except _BodyTooLarge:
-            await _reply_json(send, 413, error(None, ErrorCode.INVALID_REQUEST,
-                                               f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
+            await _reply_json(send, 413, error(None, ErrorCode.INVALID_REQUEST, TOO_LARGE))
             return
         except (orjson.JSONDecodeError, ConnectionError):
             await _reply_json(send, 400, error(None, ErrorCode.PARSE_ERROR, "explain needs a JSON body"))

@@ -64,8 +64,9 @@ class StdioFrontend:
                 except asyncio.LimitOverrunError:
                     # Answered with the request's id when its first or last bytes tell it, so
                     # the client is not left waiting for an answer that will never come.
-                    rid = oversized_id(*await skip_line(reader))
-                    await self._write(error(rid, ErrorCode.INVALID_REQUEST,
+                    head, tail = await skip_line(reader)
+                    await self.gateway.refused_oversized(head, tail, session=session)
+                    await self._write(error(oversized_id(head, tail), ErrorCode.INVALID_REQUEST,
                                             f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
                     continue
                 if line.strip():
