@@ -120,6 +120,23 @@ async def test_a_stage_that_raises_denies_the_request() -> None:
     assert "boom" in c.notes["stage_error"]
 
 
+class NeedsTheLedger(Stage):
+    name = "policy"
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        from mcpwall.ledger import LedgerUnavailable
+
+        raise LedgerUnavailable("cannot connect to the database")  # an `ask` storing its approval
+
+
+async def test_a_stage_that_cannot_reach_the_ledger_is_refused_as_the_ledger_stage_would() -> None:
+    answer = await Pipeline([NeedsTheLedger()]).run(ctx(), lambda c: None)  # type: ignore[arg-type,return-value]
+    assert answer is not None
+    assert answer["error"]["code"] == ErrorCode.BLOCKED
+    assert answer["error"]["message"].startswith("Blocked by mcpwall: ledger unavailable")
+    assert answer["error"]["data"]["rule_ids"] == ["mcpwall.ledger"]
+
+
 @pytest.mark.parametrize(("line", "expected"), [
     (b'{"jsonrpc":"2.0","id":70,"result":{"content":[{"type":"text","text":"' + b"x" * 600 + b'"}]}}', 70),
     (b'{"result":{"content":[{"type":"text","text":"' + b"x" * 600 + b'"}]},"jsonrpc":"2.0","id":"a\\"b"}\n', 'a"b'),

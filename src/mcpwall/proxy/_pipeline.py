@@ -7,8 +7,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+from mcpwall.ledger import LedgerUnavailable
 from mcpwall.protocol import ErrorCode, Message, ProtocolError, error
 from mcpwall.proxy._upstream import UpstreamError
+from mcpwall.shared import StateUnavailable
 from mcpwall.stages import Reject, RequestContext, Stage
 
 log = logging.getLogger("mcpwall.pipeline")
@@ -82,10 +84,20 @@ class Pipeline:
 
     def _failed(self, ctx: RequestContext, stage: Stage, exc: Exception) -> Reject:
         # Fail closed: a broken stage denies, and the ledger says why.
+        policy = getattr(getattr(ctx.gateway, "policy", None), "current", None)
+        where = {"revision": policy.revision, "mode": policy.mode} if policy is not None else {}
+        if isinstance(exc, LedgerUnavailable | StateUnavailable):
+            # The stage needed the ledger's or the shared state's storage (an `ask` records its
+            # approval there): the same refusal as the ledger stage's own (docs/LEDGER.md).
+            log.error("stage %s could not store its state on %s: %s", stage.name, ctx.method, exc)
+            reason = f"ledger unavailable: {exc}"
+            ctx.notes["stage_error"] = f"{stage.name}: {reason}"
+            return Reject(ErrorCode.BLOCKED, f"Blocked by mcpwall: {reason}",
+                          {"reasons": [reason], "rule_ids": ["mcpwall.ledger"], **where})
         log.exception("stage %s failed on %s", stage.name, ctx.method)
         ctx.notes["stage_error"] = f"{stage.name}: {exc.__class__.__name__}: {exc}"
         return Reject(ErrorCode.BLOCKED, f"Blocked by mcpwall: stage {stage.name!r} failed",
-                      {"stage": stage.name, "reasons": [ctx.notes["stage_error"]]})
+                      {"stage": stage.name, "reasons": [ctx.notes["stage_error"]], **where})
 
     def _reject(self, ctx: RequestContext, verdict: Reject) -> Message:
         ctx.outcome = verdict.outcome
