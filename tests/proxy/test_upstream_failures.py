@@ -287,3 +287,20 @@ def test_an_oversized_call_on_stdio_is_answered_under_its_id_and_recorded(tmp_pa
     with sqlite3.connect(tmp_path / "ledger.db") as db:
         rows = dict(db.execute("SELECT request_id, outcome FROM tool_calls").fetchall())
     assert rows == {"70": "rejected", "71": "ok"}
+
+
+async def test_a_server_flooding_its_stderr_does_not_flood_the_gateways_log(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from mcpwall.transports._lines import log_lines
+
+    reader = asyncio.StreamReader()
+    reader.feed_data(b"".join(f"noise {i} {'x' * 5000}\n".encode() for i in range(1000)))
+    reader.feed_eof()
+    with caplog.at_level(logging.INFO, logger="test.stderr"):
+        await log_lines(reader, logging.getLogger("test.stderr"), "loud")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 201  # 200 lines, then how many were left out
+    assert lines[0].startswith("[loud] noise 0 ")
+    assert len(lines[0]) < 2100
+    assert lines[-1] == "[loud] 800 more stderr lines not logged"

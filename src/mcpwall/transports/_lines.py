@@ -9,6 +9,7 @@ import logging
 import os
 import stat
 import sys
+import time
 
 from mcpwall.protocol import MAX_MESSAGE_BYTES
 
@@ -37,8 +38,15 @@ async def skip_line(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
             return head, tail
 
 
+#: A child's stderr in the log: at most this many lines per 10 s, each cut at this many characters
+#: (a server flooding its stderr wrote 37 MB into the gateway's log); the rest is counted.
+_LOG_LINES_PER_10S = 200
+_LOG_LINE_CHARS = 2000
+
+
 async def log_lines(stream: asyncio.StreamReader, log: logging.Logger, label: str) -> None:
     """Copy a child's stderr to the log, one record per line, never into the protocol."""
+    window_start, logged, dropped = time.monotonic(), 0, 0
     while True:
         try:
             line = await stream.readline()
@@ -47,8 +55,21 @@ async def log_lines(stream: asyncio.StreamReader, log: logging.Logger, label: st
         except Exception:
             return
         if not line:
+            if dropped:
+                log.warning("[%s] %d more stderr lines not logged", label, dropped)
             return
-        log.info("[%s] %s", label, line.decode("utf-8", "replace").rstrip())
+        now = time.monotonic()
+        if now - window_start >= 10.0:
+            if dropped:
+                log.warning("[%s] %d stderr lines not logged (more than %d in 10 s)", label, dropped,
+                            _LOG_LINES_PER_10S)
+            window_start, logged, dropped = now, 0, 0
+        if logged >= _LOG_LINES_PER_10S:
+            dropped += 1
+            continue
+        logged += 1
+        text = line.decode("utf-8", "replace").rstrip()
+        log.info("[%s] %s", label, text if len(text) <= _LOG_LINE_CHARS else text[:_LOG_LINE_CHARS] + "…")
 
 
 async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
