@@ -73,10 +73,12 @@ async def test_a_cancelled_request_is_cancelled_upstream(tmp_path: Path) -> None
             if log.exists() and "notifications/cancelled" in log.read_text():
                 break
             await asyncio.sleep(0.1)
+        await asyncio.sleep(0.3)
         sent = [json.loads(line) for line in log.read_text().splitlines()]
         cancelled = [m for m in sent if m["method"] == "notifications/cancelled"]
-        assert cancelled
+        assert len(cancelled) == 1  # told once, not again when the request's task ends
         assert isinstance(cancelled[0]["params"]["requestId"], int)  # the gateway's own id
+        assert cancelled[0]["params"]["reason"] == "user gave up"
     finally:
         await gw.stop()
 

@@ -479,6 +479,7 @@ class Gateway:
     def _cancel_upstream(self, inflight: Inflight, reason: str) -> None:
         if inflight.server and inflight.upstream_id is not None and inflight.server in self.servers:
             self.spawn(self.servers[inflight.server].cancel(inflight.upstream_id, reason))
+            inflight.upstream_id = None  # told once: the cancelled task must not tell it again
 
     async def _client_notification(self, session: Session, msg: Message) -> None:
         method = msg["method"]
