@@ -55,6 +55,9 @@ def test_each_token_format_is_masked_with_its_type(kind: str, secret: str) -> No
     ("GET /v1/data?api_key=Zx9Qw8Er7Ty6Ui5Op4As3Df2", "api-key", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"),
     ("https://hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/aBcDeFgHiJkLmNoPqRsTuVwX", "slack-webhook", "T0ABCDEFG"),
     ("blob 3kF9xQ2mZ7vB1nR8tY4wL6pC0sD5gH2jK9aE3uI7oP1", "high-entropy", "3kF9xQ2mZ7vB1nR8tY4wL6pC0sD5gH2jK9aE3uI7oP1"),
+    ("card on file: 4111 1111 1111 1111, exp 12/29", "credit-card", "4111 1111 1111 1111"),
+    ("pan=4532015112830366.", "credit-card", "4532015112830366"),
+    ("amex 3782-822463-10005 ok", "credit-card", "3782-822463-10005"),
 ])
 def test_assignments_urls_keys_and_unknown_formats_are_masked(text: str, kind: str, secret: str) -> None:
     masked, found = SCANNER.redact_text(text)
@@ -81,6 +84,11 @@ def test_a_database_url_keeps_everything_but_the_password() -> None:
     "VeryLongIdentifierNameForAClassThatDoesThings2",    # camel-case name with a digit
     "eyJub3QiOiJhIGp3dCJ9",                              # base64 JSON, but no JWT shape
     "The secret to good code is readability.",
+    "order 1234567890123456 shipped",                    # no card network starts with 1
+    "card 4111111111111112",                             # fails the Luhn check
+    "created 1732960000000 ms",                          # a timestamp
+    "version 4.1.1111.1111.1111",
+    "call +1 415 555 0100 2222",
 ])
 def test_benign_look_alikes_are_left_alone(text: str) -> None:
     assert SCANNER.redact_text(text) == (text, [])

@@ -162,6 +162,26 @@ def _db_password(value: str) -> bool:
     return len(value) >= 3 and not is_placeholder(value) and value.lower() not in {"pass", "pwd", "user"}
 
 
+_CARD_PREFIX = re.compile(r"4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5)")
+
+
+def _card_number(value: str) -> bool:
+    """A payment card number: a known network's prefix and length, one kind of separator, Luhn-valid
+    (an order number or a timestamp of the same length fails one of the three)."""
+    separators = {c for c in value if not c.isdigit()}
+    digits = [int(c) for c in value if c.isdigit()]
+    if len(separators) > 1 or not 13 <= len(digits) <= 19:
+        return False
+    if not _CARD_PREFIX.match("".join(map(str, digits[:4]))):
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
 @dataclass(frozen=True, slots=True)
 class SecretPattern:
     """One kind of secret: where it is in a match, and how to tell it from a look-alike."""
@@ -233,6 +253,8 @@ PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("secret", re.compile(
         rf"(?m)^[ \t]*(?:export[ \t]+)?[A-Z][A-Z0-9_]*(?:{_ENV_NAMES})[A-Z0-9_]*[ \t]*[=:][ \t]*[\"']?([^\s\"']{{8,}})"),
         rf"(?:{_ENV_NAMES})[A-Z0-9_]*[ \t]*[=:]", 1, looks_like_password, lookback=200),
+    SecretPattern("credit-card", re.compile(r"(?<!\d)(?<!\d[.-])(?:\d[ -]?){12,18}\d(?!\d|[.-]\d)"),
+                  r"\d{4}[ -]?\d{4,6}[ -]?\d{4}", check=_card_number),
     SecretPattern("high-entropy", re.compile(r"[A-Za-z0-9+/_-]{32,}={0,2}"), r"[A-Za-z0-9+/_-]{32}",
                   check=high_entropy, bytes_finder=True),
 )
