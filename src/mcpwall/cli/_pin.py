@@ -26,7 +26,13 @@ from mcpwall.state import StateStore
 
 
 def open_store(home: Path, url: str | None) -> StateStore:
-    """The store the gateway keeps its pins in: the ledger of `home` (or `url`)."""
+    """The store the gateway keeps its pins in: the shared Redis of several replicas when
+    `$MCPWALL_STATE_URL` names one, else the ledger of `home` (or `url`)."""
+    from mcpwall.shared import RedisStateStore, state_url
+
+    shared = state_url(None)
+    if shared and url is None:
+        return RedisStateStore(shared)
     try:
         from mcpwall.ledger import open_ledger
     except ImportError as exc:  # pragma: no cover - the ledger ships with mcpwall
