@@ -76,6 +76,22 @@ def test_simulate_rejects_bad_json_args_with_exit_2(runner: CliRunner) -> None:
     assert result.exit_code == 2
 
 
+@pytest.mark.parametrize(("section", "where", "line"), [
+    ("dlp: {action: shred}", 4, "policy dlp: action"),
+    ("ledger: {durability: sometimes}", 4, "ledger.durability"),
+    ("stages:\n  ratelimit: {requestsPerMinute: 0}\n  poisoning: {actions: {made_up: block}}", 6,
+     "stages.poisoning"),
+])
+def test_simulate_refuses_a_file_the_gateway_would_refuse(runner: CliRunner, tmp_path: Path, section: str,
+                                                          where: int, line: str) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f'version: "1"\nmode: enforce\ndefaultAction: allow\n{section}\n')
+    result = runner.invoke(cli, ["simulate", "read_file", "--policy", str(policy)])
+    assert result.exit_code == 2, result.output
+    assert f"{policy}:{where}:" in result.output
+    assert line in result.output
+
+
 def test_test_policy_passes_seatbelt_style_tests(runner: CliRunner, tmp_path: Path) -> None:
     tests = tmp_path / "tests.yml"
     tests.write_text(SEATBELT_TESTS)

@@ -50,4 +50,24 @@ def policy_path_for(home: Path | None, explicit: Path | None) -> Path | None:
     return candidate if candidate.exists() else None
 
 
-__all__ = ["default_home", "home_option", "json_option", "policy_path_for", "print_json", "resolve_home"]
+def load_checked_engine(path: Path | None) -> Any:
+    """The policy engine for `path` (see `policy_path_for`), with its other sections (`dlp:`,
+    `ledger:`, `honeytokens:`, `rbac:`, `stages:`) checked as the gateway would check them, so
+    that `simulate` does not call a file good that `proxy` then refuses (exit 2, file:line)."""
+    from mcpwall.errors import ConfigError
+    from mcpwall.policy import load_engine
+    from mcpwall.policy._loader import locate_section
+    from mcpwall.stages import default_stages
+
+    engine = load_engine(path)
+    source = engine.compiled.source
+    try:
+        default_stages(None, dict(source.sections), None)  # no settings: nothing is opened or started
+    except ConfigError as exc:
+        located = locate_section(source.files, str(exc))
+        raise located or exc from exc
+    return engine
+
+
+__all__ = ["default_home", "home_option", "json_option", "load_checked_engine", "policy_path_for", "print_json",
+           "resolve_home"]

@@ -11,8 +11,8 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from mcpwall.cli._common import home_option, json_option, policy_path_for, print_json
-from mcpwall.policy import Call, Context, evaluate, load_engine, prepare
+from mcpwall.cli._common import home_option, json_option, load_checked_engine, policy_path_for, print_json
+from mcpwall.policy import Call, Context, evaluate, prepare
 
 _STYLE = {"allow": "green", "deny": "bold red", "warn": "yellow", "redact": "magenta",
           "ask": "cyan", "rewrite": "blue"}
@@ -61,7 +61,7 @@ def simulate(tool: str, server: str, args_json: str | None, description: str, cl
              as_json: bool, home: Path | None) -> None:
     """Decide one call against a policy without running anything."""
     arguments = parse_json_object(args_json, "--args")
-    engine = load_engine(policy_path_for(home, policy_file))
+    engine = load_checked_engine(policy_path_for(home, policy_file))
     call = Call(method=method, name=tool, arguments=arguments, server=server, description=description,
                 client=client, agent=agent)
     decision = evaluate(engine.compiled, prepare(call), Context(now=parse_now(now_text), requests_last_minute=rate),

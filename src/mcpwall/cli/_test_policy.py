@@ -9,10 +9,10 @@ import click
 import yaml
 from rich.console import Console
 
-from mcpwall.cli._common import home_option, json_option, policy_path_for, print_json
+from mcpwall.cli._common import home_option, json_option, load_checked_engine, policy_path_for, print_json
 from mcpwall.cli._simulate import parse_now
 from mcpwall.errors import ConfigError
-from mcpwall.policy import Call, Context, evaluate, load_engine, prepare
+from mcpwall.policy import Call, Context, evaluate, prepare
 
 _ACTIONS = {"allow", "deny", "block", "warn", "redact", "ask", "rewrite"}
 
@@ -67,7 +67,7 @@ def run_case(engine: Any, case: dict[str, Any]) -> dict[str, Any]:
 def test_policy(test_file: Path, policy_file: Path | None, as_json: bool, home: Path | None) -> None:
     """Run policy unit tests: `tests: [{name, tool, args, expect, matchReason}]`."""
     tests = load_tests(test_file)
-    engine = load_engine(policy_path_for(home, policy_file))
+    engine = load_checked_engine(policy_path_for(home, policy_file))
     results = [run_case(engine, case) for case in tests]
     failed = sum(not r["passed"] for r in results)
     if as_json:

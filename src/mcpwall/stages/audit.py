@@ -261,9 +261,9 @@ def build(config: Mapping[str, Any], settings: Any = None) -> AuditStage | None:
         location = parse_url(home, url)
         if location.path is not None and not location.path.is_absolute():
             url = str(home / location.path)
+    options = LedgerOptions.from_section(section)  # checked even when nothing is opened (simulate)
     if settings is None and url is None:
         return None
-    options = LedgerOptions.from_section(section)
     return AuditStage(open_ledger(_home(settings), url, options=options))
 
 
