@@ -141,3 +141,19 @@ def test_every_command_has_help(runner: CliRunner) -> None:
         result = runner.invoke(cli, [name, "--help"])
         assert result.exit_code == 0, (name, result.output)
         assert "--home" in result.output, name
+
+
+def test_a_bad_pattern_is_reported_in_one_line_without_the_regex_engines_own_logging(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text('version: "1"\nmode: enforce\ndefaultAction: allow\nrules:\n'
+                      '  - {id: look, target: file, match: pattern, values: ["(?<=a)b"], action: deny}\n'
+                      '  - {id: bad, target: file, match: pattern, values: ["(unclosed"], action: deny}\n')
+    mcpwall = Path(sys.executable).parent / "mcpwall"
+    done = subprocess.run([str(mcpwall), "simulate", "read_file", "--policy", str(policy)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"mcpwall: {policy}:6: rule 'bad': invalid regex '(unclosed': missing ), "
+                                        "unterminated subpattern at position 0"]

@@ -51,6 +51,9 @@ def js_to_re2(source: str) -> str:
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
+#: a value RE2 cannot parse falls back to Python `re` (or is reported with file:line): RE2 must not
+#: also print its own absl lines on stderr ahead of that
+_RE2_OPTIONS.log_errors = False
 
 
 def encode(text: str) -> bytes:
