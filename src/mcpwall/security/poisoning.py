@@ -91,7 +91,7 @@ class _Text:
     def add_schema(self, where: str, schema: Any) -> None:
         if isinstance(schema, dict):
             for key, value in schema.items():
-                if key in ("description", "title", "default", "examples", "enum", "const", "$comment"):
+                if key in ("description", "title", "default", "examples", "enum", "const", "$comment", "pattern"):
                     self._add_values(f"{where}.{key}", value)
                 elif isinstance(value, dict | list):
                     self.add_schema(f"{where}.{key}", value)
@@ -110,8 +110,25 @@ class _Text:
         text, starts = "", []
         for where, value in self.parts:
             starts.append((len(text), where))
-            text += visible_text(value) + "\n"
+            visible = visible_text(value)
+            text += visible + "\n"
+            spaced = _unspaced(visible)
+            if spaced is not None:
+                text += spaced + "\n"
         return text, starts
+
+
+#: "I g n o r e  p r e v i o u s": letters one space apart, words two (a reader, and a model, reads
+#: the words; a phrase rule does not)
+_SPACED = re.compile(r"(?<!\S)(?:\w {1,2}){7,}\w(?!\S)")
+
+
+def _unspaced(text: str) -> str | None:
+    """The letter-spaced runs of `text` read as words, or None when there are none."""
+    runs = [m.group() for m in _SPACED.finditer(text)]
+    if not runs:
+        return None
+    return "\n".join(" ".join(word.replace(" ", "") for word in run.split("  ")) for run in runs)
 
 
 def _where(starts: list[tuple[int, str]], offset: int) -> str:
