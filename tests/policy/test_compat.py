@@ -106,3 +106,15 @@ def test_c15_allowlisted_tools_may_be_qualified_by_server() -> None:
     p = compile_text(rules().replace("tools: []", "tools: ['fs__read_file']"))
     assert decide(p, "read_file", server="fs").action == "allow"
     assert decide(p, "read_file", server="other").action == "deny"
+
+
+def test_c16_the_words_file_system_do_not_make_a_tool_a_process_spawner() -> None:
+    """Seatbelt's `block-process-execution` matched the word `system`, so the reference filesystem
+    server's tools ("... from the file system") were all denied and hidden by its own default."""
+    default = PolicyEngine.from_template("default").compiled
+    reads = "Read the complete contents of a file from the file system as text."
+    decision = decide(default, "read_text_file", {"path": "/workspace/a.txt"}, description=reads)
+    assert decision.action == "allow", decision.reasons
+    assert "block-process-execution" in decide(default, "run", {"code": "import os; os.system('id')"}).rule_ids
+    assert "block-process-execution" in decide(default, "run", {"code": "system ( \"id\" )"}).rule_ids
+    assert "block-process-execution" in decide(default, "run", {"cmd": "child_process.exec('x')"}).rule_ids
