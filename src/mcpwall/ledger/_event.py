@@ -274,6 +274,15 @@ def _body(content: bytes, limit: int, names: BodyNames, bodies: list[tuple[str, 
     return body_id
 
 
+def _request_body(method: str, params: Mapping[str, Any], args: Mapping[str, Any], args_json: bytes) -> bytes:
+    """`{"method": ..., "params": ...}` as JSON; a call's arguments, already serialised for the
+    row, are spliced in rather than serialised a second time (the usual `{name, arguments}`)."""
+    if params.get("arguments") is args and len(params) == 2 and isinstance(params.get("name"), str):
+        return b"".join((b'{"method":', dumps(method), b',"params":{"name":', dumps(params["name"]),
+                         b',"arguments":', args_json, b"}}"))
+    return dumps({"method": method, "params": params})
+
+
 def build_row(event: Event, options: BuildOptions, replica: str, names: BodyNames) -> BuiltRow:
     """Serialise one event (on the writer thread)."""
     decision_id = event.decision_id or os.urandom(16).hex()
@@ -297,8 +306,8 @@ def build_row(event: Event, options: BuildOptions, replica: str, names: BodyName
     else:
         args_json = dumps(args)
         if options.bodies:
-            request_body_id = _body(dumps({"method": event.method, "params": params}), options.max_body_bytes, names,
-                                    bodies)
+            request_body_id = _body(_request_body(event.method, params, args, args_json), options.max_body_bytes,
+                                    names, bodies)
     response_json = dumps(event.response) if event.response is not None else b""
     if options.bodies and event.response is not None:
         response_body_id = _body(response_json, options.max_body_bytes, names, bodies)
@@ -312,8 +321,9 @@ def build_row(event: Event, options: BuildOptions, replica: str, names: BodyName
                         e.method, e.tool_name, _request_id(e.request_id), e.decision, e.outcome, e.mode,
                         e.enforced_action, e.policy_revision, e.error_message, replica]
     # This runs once per row: test all the texts at once, clean one by one only if needed.
-    probe = "".join([v for v in texts if v.__class__ is str])
-    if not probe.isascii() or "\x00" in probe or any(v is not None and v.__class__ is not str for v in texts):
+    strings = [v for v in texts if v.__class__ is str]
+    probe = "".join(strings)
+    if not probe.isascii() or "\x00" in probe or len(strings) + texts.count(None) != len(texts):
         texts = [clean(v) for v in texts]
     values = [
         decision_id, ts, *texts[:15],
