@@ -372,3 +372,22 @@ def test_paths_in_keys_and_in_json_strings_meet_the_path_rules(args: dict[str, o
 @pytest.mark.parametrize("url", ["http://a.localhost:6379/", "http://ip6-localhost/", "http://metadata/computeMetadata/v1/"])
 def test_names_that_mean_loopback_or_the_metadata_server_are_seen_as_such(url: str) -> None:
     assert decide(SHIPPED_ALLOW, "fetch", {"url": url}).action == "deny", url
+
+
+def test_a_resource_rule_never_matches_a_tool_calls_uri_argument() -> None:
+    """Found by an outside tester: the gateway's fast path matched resource rules against any `uri`
+    argument, so an allow rule for resources let any tool through default deny (`decide` checks
+    that both paths agree)."""
+    for action, other in (("allow", "deny"), ("deny", "allow")):
+        p = compile_text(rules(f"id: res\ntarget: resource\nmatch: pattern\nvalues: ['^demo://resource/static/']\n"
+                               f"action: {action}", default=other))
+        assert decide(p, "get-env", {"uri": "demo://resource/static/1"}).action == other
+        assert decide(p, "demo://resource/static/1", {"uri": "demo://resource/static/1"},
+                      method="resources/read").action == action
+
+
+def test_allowlisted_env_var_names_are_exempt_on_the_gateways_path_too() -> None:
+    p = compile_text(rules("id: aws\ntarget: env\nmatch: pattern\nvalues: ['^AWS_']\naction: deny",
+                           default="allow").replace("envVars: []", "envVars: [AWS_REGION]"))
+    assert decide(p, "run", {"env": {"AWS_REGION": "eu-west-1"}}).action == "allow"
+    assert decide(p, "run", {"env": {"AWS_SECRET_ACCESS_KEY": "x"}}).action == "deny"

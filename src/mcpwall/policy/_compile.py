@@ -254,7 +254,7 @@ def compile_policy(resolved: ResolvedPolicy) -> CompiledPolicy:
         allow_hosts=allow_hosts,
         allow_env=frozenset(resolved.allowlist.envVars),
         allow_sampling=resolved.allow_sampling,
-        fast=FastIndex(corp + profile, slow_only=bool(allow_paths or allow_hosts)),
+        fast=FastIndex(corp + profile, slow_only=bool(allow_paths or allow_hosts or resolved.allowlist.envVars)),
     )
 
 

@@ -68,7 +68,8 @@ class FastIndex:
 
     def __init__(self, rules: tuple[CRule, ...], *, slow_only: bool = False) -> None:
         self.rules = rules
-        #: Allowlisted paths or hosts exempt calls value by value: only the reference path does that.
+        #: Allowlisted paths, hosts or env var names exempt calls value by value: only the reference
+        #: path does that.
         self.slow_only = slow_only
         self.kinds = tuple(text_kinds(r) for r in rules)
         self.arg_set = PatternSet([(i, r.matcher.patterns) for i, r in enumerate(rules)
@@ -240,7 +241,9 @@ def build_plan(index: FastIndex, call: Call, allowlisted: bool, corp_allow: bool
                 break
         if matched:
             name_mask |= 1 << i
-        elif index.kinds[i] and rule.target in ("process", "resource"):
+        elif index.kinds[i] and (rule.target == "process" or (rule.target == "resource" and names)):
+            # A resource rule looks at `uri` values only on resources/* (its names are empty on a
+            # tools/call, whose `uri` argument is no resource URI): as `_evaluate._texts` does.
             arg_mask |= 1 << i
     return Plan(name_mask, arg_mask, allowlisted, index)
 
