@@ -89,3 +89,4 @@ async def test_a_clients_answer_to_a_server_cannot_carry_a_secret_it_was_shown(t
         assert sent[1]["result"]["content"]["text"] == "a harmless answer"
     finally:
         await gw.stop()
+

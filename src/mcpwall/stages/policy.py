@@ -111,6 +111,19 @@ class PolicyStage(Stage):
         pre = [h for phase, h in decision.hooks if phase == "preprocess"]
         if pre and isinstance(params.get("arguments"), dict):
             params = {**params, "arguments": run_hooks(pre, params["arguments"])}
+        if (decision.rewrite or pre) and params.get("arguments") != ctx.params.get("arguments"):
+            # The call the server would get is not the one decided on: decide it again, so that a
+            # rewrite or a hook (which a profile may add) can never carry past a deny rule what the
+            # rules would deny (a corp's above all: SPEC 3, a profile never loosens a corp deny).
+            rewritten = params.get("arguments")
+            again = evaluate(policy, prepare(call._replace(arguments=rewritten if isinstance(rewritten, dict) else {})),
+                             Context(now=local_now(), requests_last_minute=ctx.notes.get("requests_last_minute", 1)))
+            if again.action == "deny":
+                reasons = [f"the call as rewritten by {', '.join(decision.rule_ids) or 'the policy'}: {r}"
+                           for r in again.reasons]
+                self.counts["deny"] = self.counts.get("deny", 0) + 1
+                return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + "; ".join(reasons),
+                              {**_error_data(again), "reasons": reasons})
         ctx.params = params
         return None
 
