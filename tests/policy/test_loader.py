@@ -209,6 +209,28 @@ class TestCorp:
             load_policy(profile)
         assert (info.value.rule_id, info.value.line) == ("corp-no-shell", 3)
 
+    def test_each_layer_decides_in_its_own_mode(self, write_policy: Callable[..., Path]) -> None:
+        """POLICY.md: corp rules are evaluated in the corp's own mode. An audit corp under an
+        enforcing profile only records; an enforcing corp holds its response rules too when the
+        profile only records (both were the other way round)."""
+        from mcpwall.policy import Call, Context, prepare
+        from mcpwall.policy._evaluate import evaluate_response
+        from tests.policy.helpers import WEEKEND
+
+        write_policy("mode: audit\nrules:\n  - {id: corp-no-shell, target: command, match: exact, values: [bash], "
+                     "action: deny}\n", "corp-audit.yaml")
+        enforcing = compile_policy(load_policy(write_policy("corp: corp-audit.yaml\nmode: enforce\n"
+                                                            "defaultAction: allow\n")))
+        d = decide(enforcing, "bash")
+        assert (d.action, d.enforced_action) == ("allow", "deny")
+        assert "Corp audit mode: would deny" in d.reasons
+        write_policy("rules:\n  - {id: corp-hide, target: response, match: contains, values: [CORPHIDDEN], "
+                     "action: deny}\n", "corp-resp.yaml")
+        auditing = compile_policy(load_policy(write_policy("corp: corp-resp.yaml\nmode: audit\n"
+                                                           "defaultAction: allow\n")))
+        facts = prepare(Call(name="echo", result={"content": [{"type": "text", "text": "Echo: CORPHIDDEN"}]}))
+        assert evaluate_response(auditing, facts, Context(now=WEEKEND)).action == "deny"
+
     def test_inline_corp_block(self, write_policy: Callable[..., Path]) -> None:
         profile = write_policy("defaultAction: allow\ncorp:\n  rules:\n    - {id: c, tools: [rm], action: deny}\n")
         assert decide(compile_policy(load_policy(profile)), "rm").action == "deny"

@@ -357,12 +357,21 @@ def _decide(policy: CompiledPolicy, matched: list[tuple[CRule, str, str]], trace
         reasons.append(rule.reason)
         rule_ids.append(rule.id)
     enforced = _BY_LEVEL[enforced_level]
+    # Each layer in its own mode: a corp in audit mode only records, whatever the profile's mode,
+    # and a corp in enforce mode holds even when the profile only records.
+    corp_enforced = corp_level if policy.corp_mode == "enforce" else 0
     if policy.mode == "enforce":
-        level = enforced_level
+        level = max(corp_enforced, profile_level) or (
+            PRECEDENCE.get(policy.default_action, PRECEDENCE["deny"]) if corp_enforced == profile_level == 0
+            else PRECEDENCE["allow"])
+        if level < enforced_level:
+            reasons.append(f"Corp audit mode: would {enforced}")
+            if corp_enforced == profile_level == 0:
+                reasons.append("No matching allow rule found (default deny)" if policy.default_action == "deny"
+                               else f"No matching rule found (default {policy.default_action})")
     else:
-        level = corp_level if policy.corp_mode == "enforce" and corp_level > PRECEDENCE["allow"] \
-            else PRECEDENCE["allow"]
-        if enforced_level > PRECEDENCE["allow"]:
+        level = corp_enforced if corp_enforced > PRECEDENCE["allow"] else PRECEDENCE["allow"]
+        if enforced_level > level:
             reasons.append(f"Audit mode: would {enforced}")
     action: Action = _BY_LEVEL[level]  # type: ignore[assignment]
     if level <= PRECEDENCE["warn"]:
@@ -450,7 +459,10 @@ def evaluate_response(policy: CompiledPolicy, facts: Facts, ctx: Context) -> Dec
     level = max((PRECEDENCE["deny"] if r.action == "ask" else PRECEDENCE[_DECIDING[r.action]]
                  for r, _, _ in deciding), default=PRECEDENCE["allow"])
     enforced = _BY_LEVEL[level]
-    effective = enforced if policy.mode == "enforce" else "allow"
+    # Each layer in its own mode, as on the request side.
+    enforcing = [r for r, _, _ in deciding if (policy.mode if r.layer == "profile" else policy.corp_mode) == "enforce"]
+    effective = _BY_LEVEL[max((PRECEDENCE["deny"] if r.action == "ask" else PRECEDENCE[_DECIDING[r.action]]
+                               for r in enforcing), default=PRECEDENCE["allow"])]
     contributors = [r for r, _, _ in deciding
                     if (PRECEDENCE["deny"] if r.action == "ask" else PRECEDENCE[_DECIDING[r.action]]) == level]
     rewrite = next((r.rewrite.model_dump(exclude_none=True) for r in contributors
