@@ -118,3 +118,13 @@ def test_c16_the_words_file_system_do_not_make_a_tool_a_process_spawner() -> Non
     assert "block-process-execution" in decide(default, "run", {"code": "import os; os.system('id')"}).rule_ids
     assert "block-process-execution" in decide(default, "run", {"code": "system ( \"id\" )"}).rule_ids
     assert "block-process-execution" in decide(default, "run", {"cmd": "child_process.exec('x')"}).rule_ids
+
+
+def test_a_matched_redact_rules_timeout_counts_like_any_rules() -> None:
+    """POLICY.md: a call's timeout is that of the first matched rule with `timeoutMs`; seatbelt's own
+    `redact-credentials` sets 5000, which was skipped."""
+    p = compile_text(rules("id: redact-creds\ntarget: command\nmatch: contains\nvalues: [password]\naction: redact\n"
+                           "timeoutMs: 5000",
+                           "id: slow-warn\ntools: [u]\naction: warn\ntimeoutMs: 9000", default="allow"))
+    assert decide(p, "u", {"password": "x"}).timeout_ms == 5000
+    assert decide(p, "u", {"other": "x"}).timeout_ms == 9000

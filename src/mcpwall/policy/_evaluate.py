@@ -310,14 +310,14 @@ def _decide(policy: CompiledPolicy, matched: list[tuple[CRule, str, str]], trace
     hooks: list[tuple[str, str]] = []
     timeout = None
     for rule, status, detail in matched:
+        if timeout is None and rule.timeout_ms is not None:
+            timeout = rule.timeout_ms  # the first matched rule's, in file order (redact rules too)
         if rule.action == "redact":
             keys = _redact_keys(rule, facts)
             if keys:
                 redact_rules.append(rule)
                 redacted += [k for k in keys if k not in redacted]
             continue
-        if timeout is None and rule.timeout_ms is not None:
-            timeout = rule.timeout_ms
         level = PRECEDENCE["deny"] if status == "constraint-failed" else PRECEDENCE[_DECIDING[rule.action]]
         contributors[level].append((rule, status, detail))
         if rule.layer == "corp":

@@ -14,7 +14,7 @@ from mcpwall.policy import Context, evaluate_response, local_now, prepare, redac
 from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.stages._base import RequestContext, Stage
 from mcpwall.stages.hooks import _map_strings, run_hooks
-from mcpwall.stages.policy import call_for
+from mcpwall.stages.policy import call_for, render
 
 log = logging.getLogger("mcpwall.policy")
 
@@ -33,13 +33,20 @@ class ResponseRulesStage(Stage):
         post = [h for phase, h in ctx.decision.hooks if phase == "postprocess"] if ctx.decision else []
         if post:
             body = run_hooks(post, body)
+        arguments = ctx.params.get("arguments") if isinstance(ctx.params.get("arguments"), dict) else {}
+        assert arguments is not None
+        asked = ctx.decision.rewrite if ctx.decision is not None and ctx.decision.rewrite else None
+        if asked is not None and "result" in asked:
+            # A request-side rewrite rule that replaces the result (SPEC 3: rewrite arguments or results).
+            body = _rewritten(asked["result"], arguments)
         policy = ctx.gateway.policy.current
         if policy.response_rules:
             base = call_for(ctx)
             facts = prepare(type(base)(method=base.method, name=base.name, arguments={}, server=base.server,
                                        description=base.description, client=base.client, agent=base.agent,
                                        session=base.session, result=body))
-            decision = evaluate_response(policy, facts, Context(now=local_now()))
+            decision = evaluate_response(policy, facts, Context(
+                now=local_now(), requests_last_minute=ctx.notes.get("requests_last_minute", 1)))
             if decision.rule_ids:
                 ctx.notes["response_decision"] = decision.as_dict()
             if decision.action == "deny":
@@ -53,7 +60,7 @@ class ResponseRulesStage(Stage):
                 body = _map_strings(body, lambda s: redact_text(rules, s))
                 self.masked += 1
             elif decision.action == "rewrite" and decision.rewrite and "result" in decision.rewrite:
-                body = {"content": [{"type": "text", "text": str(decision.rewrite["result"])}]}
+                body = _rewritten(decision.rewrite["result"], arguments)
             elif decision.warned:
                 log.warning("response warn %s/%s: %s", ctx.server, ctx.target, "; ".join(decision.reasons))
         if body is response["result"]:
@@ -62,6 +69,14 @@ class ResponseRulesStage(Stage):
 
     def status(self) -> dict[str, Any]:
         return {"withheld": self.withheld, "masked": self.masked}
+
+
+def _rewritten(template: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A result template with `{{args.NAME}}` filled in: a text, or a whole result object."""
+    filled = render(template, arguments)
+    if isinstance(filled, dict) and isinstance(filled.get("content"), list):
+        return filled
+    return {"content": [{"type": "text", "text": filled if isinstance(filled, str) else str(filled)}]}
 
 
 def build(config: Mapping[str, Any], settings: Any = None) -> ResponseRulesStage:
