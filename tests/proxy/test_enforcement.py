@@ -119,3 +119,12 @@ async def test_explain_shows_the_trace_without_calling_upstream(gw: GatewayProce
     assert body["action"] == "deny"
     assert any(t["rule_id"] == "interns-may-not-act" and t["matched"] for t in body["trace"])
     assert len(upstream_calls(markers)) == before
+
+
+async def test_explain_reads_the_client_from_the_same_header_as_the_plain_route(gw: GatewayProcess) -> None:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "act", "arguments": {}}}
+    headers = {"x-mcpwall-client": "cursor-ide"}
+    assert "cursor-may-not-act" in json.dumps(gw.post("/log", call, headers=headers).json()["error"]["data"])
+    explained = gw.post("/log/explain", call, headers=headers).json()
+    assert explained["action"] == "deny"
+    assert explained["rule_ids"] == ["cursor-may-not-act"]

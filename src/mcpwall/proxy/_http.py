@@ -468,7 +468,8 @@ class HttpFrontend:
             await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {server!r}"))
             return
         try:
-            out = explain(self.gateway, server, body, agent=identity or headers.get("x-agent-id") or "")
+            out = explain(self.gateway, server, body, agent=identity or headers.get("x-agent-id") or "",
+                          client=headers.get("x-mcpwall-client", ""))
         except ValueError as exc:
             await _reply_json(send, 400, error(None, ErrorCode.INVALID_PARAMS, str(exc)))
             return
