@@ -128,3 +128,12 @@ def test_a_matched_redact_rules_timeout_counts_like_any_rules() -> None:
                            "id: slow-warn\ntools: [u]\naction: warn\ntimeoutMs: 9000", default="allow"))
     assert decide(p, "u", {"password": "x"}).timeout_ms == 5000
     assert decide(p, "u", {"other": "x"}).timeout_ms == 9000
+
+
+def test_c17_of_two_bases_with_one_rule_id_the_later_base_wins(write_policy: Callable[..., Path]) -> None:
+    """Seatbelt keeps the first base's rule; mcpwall lets each later file replace it, as the
+    including file does (one rule for `extends: [a, b]` reads left to right)."""
+    write_policy("rules:\n  - {id: shared, tools: [rm], action: deny}\n", "a.yml")
+    write_policy("rules:\n  - {id: shared, tools: [rm], action: warn}\n", "b.yml")
+    policy = compile_policy(load_policy(write_policy("defaultAction: allow\nextends: [a.yml, b.yml]\n")))
+    assert decide(policy, "rm").action == "warn"
