@@ -137,3 +137,17 @@ def test_c17_of_two_bases_with_one_rule_id_the_later_base_wins(write_policy: Cal
     write_policy("rules:\n  - {id: shared, tools: [rm], action: warn}\n", "b.yml")
     policy = compile_policy(load_policy(write_policy("defaultAction: allow\nextends: [a.yml, b.yml]\n")))
     assert decide(policy, "rm").action == "warn"
+
+
+def test_a_file_cannot_replace_the_corp_a_base_names(write_policy: Callable[..., Path]) -> None:
+    """SPEC 3: a profile can never loosen a corp deny, and dropping the corp its team base names
+    (`corp: {rules: []}`, or another file) would."""
+    write_policy("rules:\n  - {id: corp-no-rm, tools: [rm], action: deny}\n", "corp.yaml")
+    write_policy("rules: []\n", "lax.yaml")
+    write_policy("corp: corp.yaml\n", "team.yaml")
+    for override in ("corp: {rules: []}", "corp: lax.yaml"):
+        with pytest.raises(PolicyError, match="cannot be replaced") as info:
+            load_policy(write_policy(f"defaultAction: allow\nextends: [team.yaml]\n{override}\n"))
+        assert info.value.line == 3
+    same = compile_policy(load_policy(write_policy("defaultAction: allow\nextends: [team.yaml]\ncorp: corp.yaml\n")))
+    assert decide(same, "rm").action == "deny"

@@ -260,6 +260,7 @@ def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, 
             if isinstance(value, dict) and isinstance(base_value, dict):
                 value = {**base_value, **value}
             layer.sections[name] = value
+    base_corp = scalars.get("corp")
     for name in _SCALARS:
         value = getattr(doc, name)
         if value is not None:
@@ -267,7 +268,18 @@ def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, 
     if isinstance(doc.corp, str):
         corp_path = Path(os.path.expanduser(doc.corp))
         scalars["corp"] = corp_path if corp_path.is_absolute() else resolved.parent / corp_path
+    if base_corp is not None and doc.corp is not None and not _same_corp(scalars["corp"], base_corp):
+        # SPEC 3: a profile never loosens a corp; naming another (or an empty) one would.
+        raise PolicyError("this file names a corp, but a file it extends already names another; a corp "
+                          "constrains everything that extends it and cannot be replaced", file=str(path),
+                          line=lines.get(("corp",)))
     return layer, scalars
+
+
+def _same_corp(a: Any, b: Any) -> bool:
+    if isinstance(a, Path) and isinstance(b, Path):
+        return a.resolve() == b.resolve()
+    return bool(a == b)
 
 
 def _own_rules(placed: list[PlacedRule]) -> list[PlacedRule]:
