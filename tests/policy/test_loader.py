@@ -231,6 +231,12 @@ class TestCorp:
         facts = prepare(Call(name="echo", result={"content": [{"type": "text", "text": "Echo: CORPHIDDEN"}]}))
         assert evaluate_response(auditing, facts, Context(now=WEEKEND)).action == "deny"
 
+    def test_an_error_inside_an_inline_corp_names_its_line_and_rule(self, write_policy: Callable[..., Path]) -> None:
+        path = write_policy("defaultAction: allow\ncorp:\n  rules:\n    - {id: c1, tools: [rm], action: nope}\n")
+        with pytest.raises(PolicyError, match="corp.rules.0..action") as info:
+            load_policy(path)
+        assert (info.value.line, info.value.rule_id) == (4, "c1")
+
     def test_inline_corp_block(self, write_policy: Callable[..., Path]) -> None:
         profile = write_policy("defaultAction: allow\ncorp:\n  rules:\n    - {id: c, tools: [rm], action: deny}\n")
         assert decide(compile_policy(load_policy(profile)), "rm").action == "deny"

@@ -164,7 +164,11 @@ def parse_policy_text(text: str, file: str = "<policy>") -> tuple[PolicyFile, di
     try:
         return PolicyFile.model_validate(data), lines
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        if isinstance(data.get("corp"), dict):
+            # `corp` is a path or a mapping: for a mapping, the mapping's own error is the one to tell
+            errors = [e for e in errors if tuple(e["loc"][:2]) != ("corp", "str")] or errors
+        err = errors[0]
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
         # pydantic appends the union member name (e.g. 'CorpPolicy'); drop such tags.
         loc = [p for p in loc if not (isinstance(p, str) and p[:1].isupper())]
