@@ -233,7 +233,7 @@ class TestCorp:
 
     def test_an_error_inside_an_inline_corp_names_its_line_and_rule(self, write_policy: Callable[..., Path]) -> None:
         path = write_policy("defaultAction: allow\ncorp:\n  rules:\n    - {id: c1, tools: [rm], action: nope}\n")
-        with pytest.raises(PolicyError, match="corp.rules.0..action") as info:
+        with pytest.raises(PolicyError, match=r"corp\.rules\[0\]\.action") as info:
             load_policy(path)
         assert (info.value.line, info.value.rule_id) == (4, "c1")
 
