@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import subprocess
 import time
@@ -304,3 +305,30 @@ async def test_a_server_flooding_its_stderr_does_not_flood_the_gateways_log(capl
     assert lines[0].startswith("[loud] noise 0 ")
     assert len(lines[0]) < 2100
     assert lines[-1] == "[loud] 800 more stderr lines not logged"
+
+
+def test_stdin_or_stdout_on_dev_null_ends_cleanly(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
+    servers = write_servers(tmp_path / "servers.json", {"m": script_server("misbehave", "ok")})
+    command = [str(MCPWALL), "proxy", "--stdio", "--home", str(tmp_path), "--servers", str(servers)]
+    with open(os.devnull, "rb") as empty:
+        assert subprocess.run(command, stdin=empty, capture_output=True, timeout=60).returncode == 0  # was 134
+    with open(os.devnull, "wb") as sink:
+        done = subprocess.run(command, input=(json.dumps(INIT) + "\n").encode(), stdout=sink,
+                              stderr=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 0
+
+
+def test_a_port_in_use_is_a_failure_exit_1(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        (tmp_path / "policy.yaml").write_text(PERMISSIVE)
+        servers = write_servers(tmp_path / "servers.json", {})
+        done = subprocess.run([str(MCPWALL), "proxy", "--home", str(tmp_path), "--servers", str(servers),
+                               "--port", str(port)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr  # uvicorn's own 3 is not one of SPEC 2's codes
+    assert "address already in use" in done.stderr

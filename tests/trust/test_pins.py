@@ -223,3 +223,10 @@ def test_pin_forget_drops_a_servers_pins(tmp_path: Path) -> None:
 def test_pin_needs_an_action_and_a_server(tmp_path: Path) -> None:
     assert _pin(tmp_path, ).exit_code == 2
     assert _pin(tmp_path, "--accept", "/forecast").exit_code == 2
+
+
+def test_pin_refuses_a_home_without_a_ledger_instead_of_creating_one(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    result = _pin(missing, "--list")
+    assert result.exit_code == 2
+    assert not missing.exists()

@@ -59,6 +59,10 @@ def dashboard(home: Path | None, host: str, port: int, ledger_url: str | None, p
                             timeout_graceful_shutdown=2)
     try:
         asyncio.run(uvicorn.Server(config).serve())
+    except SystemExit as exc:
+        if exc.code == 3:  # uvicorn's "startup failed" (the port is in use): SPEC 2 says 1 for a failure
+            raise SystemExit(1) from exc
+        raise
     finally:
         ledger.close()
 

@@ -34,10 +34,12 @@ def open_store(home: Path, url: str | None) -> StateStore:
     if shared and url is None:
         return RedisStateStore(shared)
     try:
+        from mcpwall.cli._ledger import ledger_url_for
         from mcpwall.ledger import open_ledger
     except ImportError as exc:  # pragma: no cover - the ledger ships with mcpwall
         raise ConfigError("pins are kept in the ledger (mcpwall.ledger), which is not installed") from exc
-    store: StateStore = open_ledger(home, url)
+    # like the other ledger commands: a home without a ledger is refused (exit 2), not created
+    store: StateStore = open_ledger(home, ledger_url_for(home, url), create=False)
     return store
 
 

@@ -193,12 +193,17 @@ def _freeze_startup_objects() -> None:
 def run(coro: Coroutine[Any, Any, None]) -> None:
     """Run the gateway's event loop: uvloop when installed (the relay's sockets and pipes
     are several times cheaper there, bench/proxy_overhead.py), else asyncio's."""
-    if _has("uvloop"):
-        import uvloop
+    try:
+        if _has("uvloop"):
+            import uvloop
 
-        uvloop.run(coro)
-    else:
-        asyncio.run(coro)
+            uvloop.run(coro)
+        else:
+            asyncio.run(coro)
+    except SystemExit as exc:
+        if exc.code == 3:  # uvicorn's "startup failed" (a port in use...): SPEC 2 says 1 for a failure
+            raise SystemExit(1) from exc
+        raise
 
 
 def _has(module: str) -> bool:

@@ -98,10 +98,13 @@ def stdin_is_file() -> bool:
 
 
 def _regular(fd: int) -> bool:
+    """A file the event loop cannot watch: a regular file, or a device that is not a terminal
+    (`/dev/null`: uvloop aborted the process at its end)."""
     try:
-        return stat.S_ISREG(os.fstat(fd).st_mode)
+        mode = os.fstat(fd).st_mode
     except OSError:
         return False
+    return stat.S_ISREG(mode) or (stat.S_ISCHR(mode) and not os.isatty(fd))
 
 
 def _feed_from_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
