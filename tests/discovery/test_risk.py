@@ -75,6 +75,8 @@ FIRES: list[tuple[str, Launch]] = [
     ("inline-secret", launch("srv", env={"NOT_A_SECRET_NAME": "sk-ant-abcdefghijklmnopqrstuv"})),
     ("secret-in-args", launch("srv", "--api-key", "abcd1234efgh")),
     ("secret-in-args", launch("srv", "--token=abcd1234efgh")),
+    ("secret-in-args", launch("bash", "-c", "srv --token SUPERSECRETVALUE123456789")),  # one argv word
+    ("secret-in-args", launch("sh", "-c", "exec srv --api-key=SUPERSECRETVALUE444444444")),
     ("secret-in-args", launch("srv", "https://user:hunter22@db.example.com/x")),
     ("secret-in-args", launch("docker", "run", "-e", "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789", "img")),
     ("secret-in-args", launch(None, url="https://x/mcp?api_key=abcdef123456", transport="streamable-http")),

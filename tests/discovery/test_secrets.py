@@ -118,3 +118,12 @@ def test_redaction_keeps_flags_and_hosts_and_hides_values() -> None:
         ["--token", "***", "--port", "80", "--api-key=***"]
     assert redact_url("https://u:p4ssw0rd@h.example.com/x?token=abc&v=1") == "https://u:***@h.example.com/x?token=***&v=1"
     assert redact_url("https://h.example.com/mcp") == "https://h.example.com/mcp"
+
+
+def test_a_command_line_in_one_argument_is_redacted_word_by_word() -> None:
+    """`bash -c "srv --token X"`: the secret is a word of one argv element (it was printed in clear)."""
+    assert redact_args(["-c", "srv --token SUPERSECRETVALUE123456789 --port 80"]) == \
+        ["-c", "srv --token *** --port 80"]
+    assert redact_args(["-c", "exec srv --api-key=SUPERSECRETVALUE444444444"]) == ["-c", "exec srv --api-key=***"]
+    assert redact_args(["-c", "npx -y @modelcontextprotocol/server-filesystem /tmp"]) == \
+        ["-c", "npx -y @modelcontextprotocol/server-filesystem /tmp"]

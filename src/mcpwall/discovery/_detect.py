@@ -25,6 +25,7 @@ from mcpwall.discovery._locations import Location, ScanTarget
 from mcpwall.discovery._model import ConfigFile, ScanResult, Server, ServerEntry
 from mcpwall.discovery._risk import Launch, assess
 from mcpwall.discovery._secrets import (
+    inner_secrets,
     is_inline_secret,
     looks_like_token,
     redact_url,
@@ -203,6 +204,7 @@ def secret_values(result: ScanResult) -> list[str]:
             out.append(value)
             if "=" in value:
                 out.append(value.split("=", 1)[1])
+            out.extend(inner_secrets(value))
         for text in [e.url, *args]:
             if text and "://" in text and redact_url(text) != text:
                 out.extend(_url_secrets(text))

@@ -18,6 +18,7 @@ that `GITHUB_TOKEN` is recognised where seatbelt's `\\bTOKEN\\b` missed it.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -107,6 +108,11 @@ def secret_args(args: Iterable[str]) -> list[int]:
     out: list[int] = []
     args = list(args)
     for i, arg in enumerate(args):
+        if len(arg.split()) > 1:
+            # One argument holding a command line (`sh -c "srv --token X"`): its own words count.
+            if secret_args(_words(arg)):
+                out.append(i)
+            continue
         m = _FLAG.match(arg)
         if m and m.group(2) is not None:
             if is_secret_name(m.group(1).lstrip("-")) and m.group(3) and not is_reference(m.group(3)):
@@ -134,7 +140,29 @@ def _url_has_secret(value: str) -> bool:
     return "://" in value and redact_url(value) != value
 
 
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:  # an unbalanced quote: read it as plain words
+        return command.split()
+
+
+def inner_secrets(arg: str) -> list[str]:
+    """The secret words of one argument holding a command line (and their values after `=`)."""
+    words = _words(arg)
+    out = []
+    for i in secret_args(words):
+        out.append(words[i])
+        if "=" in words[i]:
+            out.append(words[i].split("=", 1)[1])
+    return out
+
+
 def redact_arg(arg: str) -> str:
+    if len(arg.split()) > 1:
+        words = _words(arg)
+        hidden = set(secret_args(words))
+        return " ".join(redact_arg(w) if j in hidden else w for j, w in enumerate(words))
     m = _FLAG.match(arg)
     if m and m.group(2) is not None and is_secret_name(m.group(1).lstrip("-")):
         return f"{m.group(1)}={MASK}"
@@ -212,6 +240,7 @@ class Scrubber:
 __all__ = [
     "MASK",
     "Scrubber",
+    "inner_secrets",
     "is_inline_secret",
     "is_reference",
     "is_secret_name",
