@@ -332,3 +332,13 @@ def test_a_port_in_use_is_a_failure_exit_1(tmp_path: Path) -> None:
                                "--port", str(port)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr  # uvicorn's own 3 is not one of SPEC 2's codes
     assert "address already in use" in done.stderr
+
+
+def test_wrapping_a_command_that_cannot_start_answers_why_and_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
+    done = subprocess.run([str(MCPWALL), "wrap", "--home", str(tmp_path), "--name", "x", "--", "/nonexistent/cmd"],
+                          input=(json.dumps(INIT) + "\n").encode(), capture_output=True, timeout=60)
+    assert done.returncode == 1  # SPEC 2: a failure; it was 0
+    answer = json.loads(done.stdout.decode().splitlines()[0])
+    assert answer["error"]["code"] == -32000
+    assert "/nonexistent/cmd" in answer["error"]["message"]

@@ -188,6 +188,11 @@ def wrap(name: str, policy_file: Path | None, agent: str, process_name: str, led
         run(serve_stdio(built, name, agent=agent, process_name=process_name or _parent_name()))
     except KeyboardInterrupt:
         sys.exit(130)
+    upstream = built.gateway.servers.get(name)
+    if upstream is not None and upstream.started_at is None:
+        # SPEC 2: exit 1 on failure; the server it was to guard never ran
+        click.echo(f"mcpwall: {name!r} never started: {upstream.last_error}", err=True)
+        sys.exit(1)
 
 
 def _parent_name() -> str:
