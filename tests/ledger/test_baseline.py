@@ -114,3 +114,22 @@ def test_the_command_replays_the_ledger_and_its_jsonl_export(filled: Callable[..
         ledger.export_jsonl(f)
     from_file = json.loads(CliRunner().invoke(cli, ["baseline", str(export), "--json"]).stdout)
     assert [a["kind"] for a in from_file["anomalies"]] == ["new_args"]
+
+
+def test_the_command_reads_a_record_capture_and_refuses_other_json(tmp_path: Path) -> None:
+    """`record` captures (seatbelt's .mcpcap.json) were read as "0 calls", any JSON object too."""
+    events = [{"timestamp": 1764400000000 + i, "direction": "request", "kind": "request",
+               "payload": {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                           "params": {"name": "fs__read_file", "arguments": {"path": f"/w/{i}"}}}}
+              for i in range(5)]
+    events.insert(2, {"timestamp": 1764400000003, "direction": "response", "kind": "response",
+                      "payload": {"jsonrpc": "2.0", "id": 1, "result": {}}})
+    capture = tmp_path / "s.mcpcap.json"
+    capture.write_text(json.dumps({"sessionId": "s", "startedAt": 1, "events": events}))
+    data = json.loads(CliRunner().invoke(cli, ["baseline", str(capture), "--json"]).stdout)
+    assert data["observed"] == 5
+    other = tmp_path / "other.json"
+    other.write_text('{"foo": 1}')
+    refused = CliRunner().invoke(cli, ["baseline", str(other)])
+    assert refused.exit_code == 2
+    assert "not an audit log" in refused.output

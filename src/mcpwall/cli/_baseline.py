@@ -31,7 +31,8 @@ def _when(value: Any) -> datetime:
 
 
 def _file_entries(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """A JSON array of audit entries (seatbelt `--audit-file`), {"entries": [...]}, or JSONL."""
+    """A JSON array of audit entries (seatbelt `--audit-file`), {"entries": [...]}, JSONL, or a
+    session capture of `mcpwall record` (seatbelt's `.mcpcap.json`: its tools/call requests)."""
     text = path.read_text(encoding="utf-8")
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")) and not stripped.startswith("{\"_seq\""):
@@ -39,8 +40,14 @@ def _file_entries(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             data = json.loads(text)
         except json.JSONDecodeError:
             data = None
+        if isinstance(data, dict) and isinstance(data.get("events"), list):
+            yield from _captured_calls(data)
+            return
         if isinstance(data, dict):
-            data = data.get("entries")
+            if not isinstance(data.get("entries"), list):
+                raise ConfigError(f"{path}: not an audit log: expected a JSON array of entries, "
+                                  '{"entries": [...]}, JSON lines, or a capture of `mcpwall record`')
+            data = data["entries"]
         if isinstance(data, list):
             for i, entry in enumerate(data, 1):
                 if isinstance(entry, dict):
@@ -55,6 +62,17 @@ def _file_entries(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise ConfigError(f"{path}:{number}: not JSON ({exc.msg})") from exc
         if isinstance(entry, dict):
             yield number, entry
+
+
+def _captured_calls(capture: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, event in enumerate(capture["events"], 1):
+        payload = event.get("payload") if isinstance(event, dict) else None
+        if event.get("direction") != "request" or not isinstance(payload, dict) \
+                or payload.get("method") != "tools/call" or not isinstance(payload.get("params"), dict):
+            continue
+        params = payload["params"]
+        yield number, {"tool": params.get("name"), "args": params.get("arguments"),
+                       "timestamp": event.get("timestamp")}
 
 
 def file_observations(path: Path) -> Iterator[Observation]:
