@@ -151,3 +151,15 @@ def test_a_file_cannot_replace_the_corp_a_base_names(write_policy: Callable[...,
         assert info.value.line == 3
     same = compile_policy(load_policy(write_policy("defaultAction: allow\nextends: [team.yaml]\ncorp: corp.yaml\n")))
     assert decide(same, "rm").action == "deny"
+
+
+def test_a_window_without_a_timezone_reads_any_instant_in_local_time() -> None:
+    """`simulate --now 2026-11-30T12:00:00+09:00` judged a rule without `timezone` by Tokyo's clock."""
+    from datetime import datetime, timedelta, timezone
+
+    p = compile_text(rules("id: office\ntools: [t]\naction: allow\ntimeWindow: {startHour: 9, endHour: 17}",
+                           default="deny"))
+    for offset in (9, -7, 0):
+        now = datetime(2026, 11, 30, 12, 0, tzinfo=timezone(timedelta(hours=offset)))
+        expected = "allow" if 9 <= now.astimezone().hour <= 17 else "deny"
+        assert decide(p, "t", now=now).action == expected, offset

@@ -74,6 +74,8 @@ class CWindow:
         """Whether `now` (aware or naive local time) falls inside the window."""
         if self.tz is not None:
             now = now.astimezone(self.tz)
+        elif now.tzinfo is not None:
+            now = now.astimezone()  # no timezone on the rule: the gateway's local time, whatever `now`'s offset
         if self.days is not None and now.weekday() not in self.days:
             return False
         if self.start is None and self.end is None:
