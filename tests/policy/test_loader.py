@@ -237,6 +237,12 @@ class TestCorp:
             load_policy(path)
         assert (info.value.line, info.value.rule_id) == (4, "c1")
 
+    def test_a_corps_path_and_env_allowlists_are_said_to_have_no_effect(
+            self, write_policy: Callable[..., Path], caplog: pytest.LogCaptureFixture) -> None:
+        write_policy("allowlist: {paths: [/srv/data], envVars: [AWS_REGION]}\nrules: []\n", "corp.yaml")
+        load_policy(write_policy("corp: corp.yaml\n"))
+        assert "allowlist.paths and allowlist.envVars has no effect" in caplog.text
+
     def test_inline_corp_block(self, write_policy: Callable[..., Path]) -> None:
         profile = write_policy("defaultAction: allow\ncorp:\n  rules:\n    - {id: c, tools: [rm], action: deny}\n")
         assert decide(compile_policy(load_policy(profile)), "rm").action == "deny"

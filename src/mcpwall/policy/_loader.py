@@ -341,10 +341,19 @@ def _load_corp(corp: Any, origin_file: str) -> tuple[list[PlacedRule], Allowlist
         return [], Allowlist(), "enforce", []
     if isinstance(corp, CorpPolicy):
         rules = [PlacedRule(r, Origin(origin_file, None)) for r in corp.rules]
-        return rules, corp.allowlist or Allowlist(), corp.mode, []
-    layer, scalars = _load_layer(Path(corp), ())
-    mode = scalars.get("mode") or "enforce"
-    return layer.rules, Allowlist(**layer.allowlist), mode, layer.files
+        allowlist, where = corp.allowlist or Allowlist(), origin_file
+        mode, files = corp.mode, []
+    else:
+        layer, scalars = _load_layer(Path(corp), ())
+        rules, allowlist, where = layer.rules, Allowlist(**layer.allowlist), str(corp)
+        mode, files = scalars.get("mode") or "enforce", layer.files
+    unused = [key for key in ("paths", "envVars") if getattr(allowlist, key)]
+    if unused:
+        # A corp's allowlist exempts from its own rules by tool (and, for the built-in fetch tool, by
+        # host); paths and env var names are the profile's to allowlist. Said, not silently ignored.
+        log.warning("%s: the corp's allowlist.%s has no effect (a corp allowlists tools and hosts; allowlist "
+                    "paths and env vars in the profile)", where, " and allowlist.".join(unused))
+    return rules, allowlist, mode, files
 
 
 def load_policy(path: str | os.PathLike[str]) -> ResolvedPolicy:
