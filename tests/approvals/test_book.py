@@ -158,3 +158,19 @@ def test_arguments_shown_to_a_person_are_redacted_and_secrets_masked() -> None:
     assert "ghp_" + "a" * 36 not in str(shown)
     huge = safe_arguments({"blob": "x" * 200_000})
     assert huge["truncated"] is True
+
+
+def test_a_call_whose_holding_gateway_was_killed_cannot_be_approved(store: StateStore) -> None:
+    """Approving it answered 200 "approved" although nothing would ever run the call."""
+    import socket
+    import subprocess
+    import sys
+
+    book = ApprovalBook(store, Clock())
+    record = _ask(book, _call())
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    store.put_state("approvals", str(record["id"]), {**record, "replica": f"{socket.gethostname()}:{gone.stdout.strip()}"})
+    with pytest.raises(ApprovalError, match="has stopped"):
+        book.approve(str(record["id"]), via="api")
+    alive = _ask(book, _call("other"))
+    assert book.approve(str(alive["id"]), via="api")["status"] == "approved"  # its holder is this process

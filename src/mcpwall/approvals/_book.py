@@ -65,6 +65,22 @@ def replica_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _holder_gone(replica: str) -> bool:
+    """Whether the holder of a call ran on this host and its process is gone (a replica that was
+    killed): an answer would be recorded as given, and nothing would ever run the call. A holder
+    on another host cannot be checked from here."""
+    host, _, pid = replica.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class CallView:
     """What the book needs to know about a held call."""
@@ -200,6 +216,9 @@ class ApprovalBook:
             raise ApprovalError(f"approval {approval_id} is already {status}")
         if float(record.get("expires") or 0) <= self.clock():
             raise ApprovalError(f"approval {approval_id} expired (the call's timeout passed)")
+        if _holder_gone(str(record.get("replica") or "")):
+            raise ApprovalError(f"approval {approval_id}: the gateway that held the call "
+                                f"({record.get('replica')}) has stopped; the call will not run")
         return record
 
     def settle(self, approval_id: str, call: CallView, revision: str) -> tuple[str, dict[str, Any]]:
