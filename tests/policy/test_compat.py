@@ -151,6 +151,9 @@ def test_a_file_cannot_replace_the_corp_a_base_names(write_policy: Callable[...,
         assert info.value.line == 3
     same = compile_policy(load_policy(write_policy("defaultAction: allow\nextends: [team.yaml]\ncorp: corp.yaml\n")))
     assert decide(same, "rm").action == "deny"
+    write_policy("corp: {rules: []}\n", "other-team.yaml")  # nor through a second base
+    with pytest.raises(PolicyError, match="cannot be replaced"):
+        load_policy(write_policy("defaultAction: allow\nextends: [team.yaml, other-team.yaml]\n"))
 
 
 def test_a_window_without_a_timezone_reads_any_instant_in_local_time() -> None:

@@ -27,6 +27,13 @@ rules:
     match: contains
     values: ['prod']
     action: deny
+  - id: corp-ask-payroll
+    description: payroll files need a person's approval
+    target: file
+    match: contains
+    values: ['payroll']
+    action: ask
+    timeoutMs: 1000
 """
 PROFILE = """\
 version: "1"
@@ -41,6 +48,13 @@ rules:
     values: ['innocent']
     action: rewrite
     rewrite: {arguments: {path: "/data/prod.txt"}}
+  - id: to-payroll
+    description: another profile rewrite
+    target: file
+    match: contains
+    values: ['harmless']
+    action: rewrite
+    rewrite: {arguments: {path: "/data/payroll.csv"}}
   - id: clean-args
     description: strip ANSI from echo's arguments
     tools: [echo]
@@ -65,13 +79,18 @@ async def test_a_profile_rewrite_or_hook_never_carries_a_call_past_a_corp_deny(t
         s = await session(gw)
         answers = [await gw.handle_request(s, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
                                                "params": {"name": "echo", "arguments": {"path": path}}})
-                   for i, path in enumerate(["/data/innocent.txt", "/data/pr\u001b[0mod.txt", "/data/ok.txt"])]
+                   for i, path in enumerate(["/data/innocent.txt", "/data/pr\u001b[0mod.txt", "/data/ok.txt",
+                                             "/data/harmless.txt"])]
         assert answers[0]["error"]["code"] == -32001
         assert "corp-no-prod" in answers[0]["error"]["data"]["rule_ids"]
         assert answers[1]["error"]["code"] == -32001
         assert "result" in answers[2]
+        # rewritten into what the corp holds for a person: held, and refused when nobody answers
+        assert answers[3]["error"]["code"] == -32001
+        assert "corp-ask-payroll" in answers[3]["error"]["data"]["rule_ids"]
         reached = (markers / "calls.log").read_text()
         assert "prod" not in reached
+        assert "payroll" not in reached
         assert "/data/ok.txt" in reached
     finally:
         await gw.stop()

@@ -248,6 +248,11 @@ def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, 
                               line=lines.get(("extends",)))
         base, base_scalars = _load_layer(base_path, (*chain, resolved))
         _merge_into(layer, base)
+        if scalars.get("corp") is not None and base_scalars.get("corp") is not None \
+                and not _same_corp(scalars["corp"], base_scalars["corp"]):
+            raise PolicyError(f"{base_path} names another corp than a file extended before it; a corp "
+                              "constrains everything that extends it and cannot be replaced", file=str(path),
+                              line=lines.get(("extends",)))
         scalars.update({k: v for k, v in base_scalars.items() if v is not None})
     own = [PlacedRule(rule, Origin(str(path), lines.get(("rules", i)))) for i, rule in enumerate(doc.rules)]
     _merge_rules(layer.rules, _own_rules(own))

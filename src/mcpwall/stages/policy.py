@@ -85,12 +85,7 @@ class PolicyStage(Stage):
             return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + "; ".join(decision.reasons),
                           _error_data(decision))
         if decision.action == "ask":
-            approvals = getattr(ctx.gateway, "approvals", None)
-            if approvals is None:
-                return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: this call needs approval and no approval "
-                              "channel is running", {**_error_data(decision), "approval": "unavailable"},
-                              outcome="ask-denied")
-            verdict: Reject | None = await approvals.hold(ctx, decision)
+            verdict = await self._ask(ctx, decision)
             if verdict is not None:
                 return verdict
         if decision.warned or decision.action == "warn":
@@ -124,8 +119,25 @@ class PolicyStage(Stage):
                 self.counts["deny"] = self.counts.get("deny", 0) + 1
                 return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + "; ".join(reasons),
                               {**_error_data(again), "reasons": reasons})
+            if again.action == "ask" and decision.action != "ask":
+                ctx.params = params  # what a person must approve is the call as rewritten
+                verdict = await self._ask(ctx, again)
+                if verdict is not None:
+                    return verdict
+            if again.redacted_keys and isinstance(rewritten, dict):
+                params = {**params, "arguments": redact_arguments(rewritten, again.redacted_keys)}
         ctx.params = params
         return None
+
+    async def _ask(self, ctx: RequestContext, decision: Decision) -> Reject | None:
+        """Hold the call for a person; None lets it run."""
+        approvals = getattr(ctx.gateway, "approvals", None)
+        if approvals is None:
+            return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: this call needs approval and no approval "
+                          "channel is running", {**_error_data(decision), "approval": "unavailable"},
+                          outcome="ask-denied")
+        verdict: Reject | None = await approvals.hold(ctx, decision)
+        return verdict
 
     def status(self) -> dict[str, Any]:
         return {"decisions": dict(self.counts)}
