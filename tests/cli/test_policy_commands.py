@@ -157,3 +157,13 @@ def test_a_bad_pattern_is_reported_in_one_line_without_the_regex_engines_own_log
     assert done.returncode == 2
     assert done.stderr.splitlines() == [f"mcpwall: {policy}:6: rule 'bad': invalid regex '(unclosed': missing ), "
                                         "unterminated subpattern at position 0"]
+
+
+def test_simulate_checks_the_ledger_section_without_opening_the_ledger(runner: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "elsewhere.db"
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f'version: "1"\nmode: enforce\ndefaultAction: allow\nledger: {{url: "{db}"}}\n')
+    result = runner.invoke(cli, ["simulate", "read_file", "--policy", str(policy), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["action"] == "allow"
+    assert not db.exists()

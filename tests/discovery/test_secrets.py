@@ -127,3 +127,6 @@ def test_a_command_line_in_one_argument_is_redacted_word_by_word() -> None:
     assert redact_args(["-c", "exec srv --api-key=SUPERSECRETVALUE444444444"]) == ["-c", "exec srv --api-key=***"]
     assert redact_args(["-c", "npx -y @modelcontextprotocol/server-filesystem /tmp"]) == \
         ["-c", "npx -y @modelcontextprotocol/server-filesystem /tmp"]
+    assert redact_args(["--password=correct horse battery staple"]) == ["--password=***"]  # one value
+    # whitespace shlex does not split on (it recursed without end)
+    assert redact_args(["-c", "srv\u00a0--token\u000bSUPERSECRETVALUE123456789"]) == ["-c", "srv --token ***"]

@@ -224,6 +224,15 @@ class TestCorp:
         d = decide(enforcing, "bash")
         assert (d.action, d.enforced_action) == ("allow", "deny")
         assert "Corp audit mode: would deny" in d.reasons
+        listed = compile_policy(load_policy(write_policy("corp: corp-audit.yaml\nmode: enforce\n"
+                                                         "defaultAction: deny\nallowlist: {tools: [bash]}\n")))
+        assert decide(listed, "bash").action == "allow"  # the profile's allowlist, the corp only recording
+        write_policy("mode: audit\nrules:\n  - {id: corp-ok, tools: [ls], action: allow}\n", "corp-audit-allow.yaml")
+        strict = compile_policy(load_policy(write_policy("corp: corp-audit-allow.yaml\nmode: enforce\n"
+                                                         "defaultAction: deny\n")))
+        d = decide(strict, "ls")
+        assert d.action == "deny"
+        assert "No matching allow rule found (default deny)" in d.reasons
         write_policy("rules:\n  - {id: corp-hide, target: response, match: contains, values: [CORPHIDDEN], "
                      "action: deny}\n", "corp-resp.yaml")
         auditing = compile_policy(load_policy(write_policy("corp: corp-resp.yaml\nmode: audit\n"

@@ -108,9 +108,10 @@ def secret_args(args: Iterable[str]) -> list[int]:
     out: list[int] = []
     args = list(args)
     for i, arg in enumerate(args):
-        if len(arg.split()) > 1:
+        words = _words(arg) if not arg.startswith("-") else [arg]
+        if len(words) > 1:
             # One argument holding a command line (`sh -c "srv --token X"`): its own words count.
-            if secret_args(_words(arg)):
+            if secret_args(words):
                 out.append(i)
             continue
         m = _FLAG.match(arg)
@@ -141,10 +142,13 @@ def _url_has_secret(value: str) -> bool:
 
 
 def _words(command: str) -> list[str]:
+    """The words of a command line; never the same one text back when it has any whitespace
+    (shlex splits on ASCII blanks only: `srv\u00a0--token X` is split by `str.split` instead)."""
     try:
-        return shlex.split(command)
+        words = shlex.split(command)
     except ValueError:  # an unbalanced quote: read it as plain words
         return command.split()
+    return command.split() if len(words) == 1 and len(command.split()) > 1 else words
 
 
 def inner_secrets(arg: str) -> list[str]:
@@ -159,8 +163,8 @@ def inner_secrets(arg: str) -> list[str]:
 
 
 def redact_arg(arg: str) -> str:
-    if len(arg.split()) > 1:
-        words = _words(arg)
+    words = _words(arg) if not arg.startswith("-") else [arg]  # `--password=a b c` is one value
+    if len(words) > 1:
         hidden = set(secret_args(words))
         return " ".join(redact_arg(w) if j in hidden else w for j, w in enumerate(words))
     m = _FLAG.match(arg)

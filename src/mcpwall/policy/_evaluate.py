@@ -338,7 +338,10 @@ def _decide(policy: CompiledPolicy, matched: list[tuple[CRule, str, str]], trace
         profile_level = PRECEDENCE["allow"]
         rule_ids += implicit
         reasons += [f"[{i}] value is on the policy allowlist" for i in implicit]
-    if allowlisted and profile_level <= PRECEDENCE["allow"] and corp_level == 0:
+    # Each layer in its own mode: a corp in audit mode only records, whatever the profile's mode,
+    # and a corp in enforce mode holds even when the profile only records.
+    corp_enforced = corp_level if policy.corp_mode == "enforce" else 0
+    if allowlisted and profile_level <= PRECEDENCE["allow"] and corp_enforced == 0:
         profile_level = PRECEDENCE["allow"]
         reasons.append(f"Tool {facts.call.name!r} is explicitly allowlisted")
     decided = max(corp_level, profile_level)
@@ -357,18 +360,14 @@ def _decide(policy: CompiledPolicy, matched: list[tuple[CRule, str, str]], trace
         reasons.append(rule.reason)
         rule_ids.append(rule.id)
     enforced = _BY_LEVEL[enforced_level]
-    # Each layer in its own mode: a corp in audit mode only records, whatever the profile's mode,
-    # and a corp in enforce mode holds even when the profile only records.
-    corp_enforced = corp_level if policy.corp_mode == "enforce" else 0
     if policy.mode == "enforce":
-        level = max(corp_enforced, profile_level) or (
-            PRECEDENCE.get(policy.default_action, PRECEDENCE["deny"]) if corp_enforced == profile_level == 0
-            else PRECEDENCE["allow"])
-        if level < enforced_level:
+        level = max(corp_enforced, profile_level) or PRECEDENCE.get(policy.default_action, PRECEDENCE["deny"])
+        if level != enforced_level:
             reasons.append(f"Corp audit mode: would {enforced}")
-            if corp_enforced == profile_level == 0:
-                reasons.append("No matching allow rule found (default deny)" if policy.default_action == "deny"
-                               else f"No matching rule found (default {policy.default_action})")
+        if corp_enforced == profile_level == 0 and not used_default:
+            # only a corp in audit mode matched: the profile's default decides
+            reasons.append("No matching allow rule found (default deny)" if policy.default_action == "deny"
+                           else f"No matching rule found (default {policy.default_action})")
     else:
         level = corp_enforced if corp_enforced > PRECEDENCE["allow"] else PRECEDENCE["allow"]
         if enforced_level > level:
