@@ -16,6 +16,7 @@ password: a command line is readable by every user):
 Redis going away does not stop the gateway: the rate limit falls back to
 the replica's own window (logged, counted in `/health`), and state reads and
 writes raise `StateUnavailable`, so the stage that needed them fails closed.
+After a failure Redis is tried again only after `RETRY_S`.
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ log = logging.getLogger("mcpwall.shared")
 
 STATE_URL_ENV = "MCPWALL_STATE_URL"
 PREFIX = "mcpwall"
-#: Redis round trips give up after this long: a stalled Redis must not stall every call.
-TIMEOUT_S = 1.0
+#: Redis round trips give up after this long, and after a failure Redis is left alone for
+#: RETRY_S: a stalled Redis costs one timeout every few seconds, not one per call (the state
+#: store's calls block the event loop while they wait).
+TIMEOUT_S = 0.5
+RETRY_S = 5.0
 
 
 class StateUnavailable(RuntimeError):
@@ -75,14 +79,19 @@ class RedisStateStore:
         self._prefix = prefix
         self._redis = redis.Redis.from_url(url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S)
         self._error = redis.RedisError
+        self._retry_at = 0.0
+        self._last_error = ""
 
     def _key(self, namespace: str) -> str:
         return f"{self._prefix}:state:{namespace}"
 
     def _do(self, op: str, *args: Any) -> Any:
+        if time.monotonic() < self._retry_at:
+            raise StateUnavailable(f"shared state at {self.url} unavailable: {self._last_error}")
         try:
             return getattr(self._redis, op)(*args)
         except self._error as exc:
+            self._retry_at, self._last_error = time.monotonic() + RETRY_S, str(exc)
             raise StateUnavailable(f"shared state at {self.url} unavailable: {exc}") from exc
 
     def get_state(self, namespace: str, key: str) -> dict[str, Any] | None:
@@ -120,6 +129,7 @@ class SharedRate:
         self._error = RedisError
         self.errors = 0
         self._last_complaint = 0.0
+        self._retry_at = 0.0
 
     def _keys(self, client: str, now: int) -> list[str]:
         return [f"{self._prefix}:rate:{client}:{s}" for s in range(now - 59, now + 1)]
@@ -127,6 +137,8 @@ class SharedRate:
     async def hit(self, client: str) -> tuple[int, int] | None:
         """(requests in the last minute including this one, the second it was counted in);
         None when Redis cannot be reached (the caller counts locally instead)."""
+        if time.monotonic() < self._retry_at:
+            return None
         now = int(self._clock())
         keys = self._keys(client, now)
         try:
@@ -150,10 +162,11 @@ class SharedRate:
     def _unavailable(self, exc: BaseException) -> None:
         self.errors += 1
         now = time.monotonic()
+        self._retry_at = now + RETRY_S
         if now - self._last_complaint >= 10.0:
             self._last_complaint = now
             log.error("shared rate limit: Redis at %s unavailable (%s); counting on this replica only", self.url,
                       exc)
 
 
-__all__ = ["STATE_URL_ENV", "RedisStateStore", "SharedRate", "StateUnavailable", "state_url"]
+__all__ = ["RETRY_S", "STATE_URL_ENV", "RedisStateStore", "SharedRate", "StateUnavailable", "state_url"]

@@ -10,6 +10,7 @@ replicas count together again once Redis is back.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import httpx
 import pytest
 
 from mcpwall.errors import ConfigError
-from mcpwall.shared import RedisStateStore, StateUnavailable, state_url
+from mcpwall.shared import RETRY_S, RedisStateStore, StateUnavailable, state_url
 from tests.proxy.harness import MEMORY, PERMISSIVE, GatewayProcess
 from tests.shared.redis_server import RedisServer
 
@@ -58,7 +59,8 @@ def test_two_replicas_share_one_rate_limit_and_keep_serving_without_redis(tmp_pa
         assert call(replicas[1], 101) == 200
         health = httpx.get(f"{replicas[0].url}/health", headers=replicas[0].headers).json()
         assert health["stages"]["ratelimit"]["shared"]["errors"] >= 1
-        redis_server.start()  # back, empty (no persistence here): the replicas count together again
+        redis_server.start()  # back, empty (no persistence here): the replicas count together again,
+        time.sleep(RETRY_S + 0.5)  # once each tries Redis again
         statuses = [call(replicas[i % 2], 200 + i) for i in range(25)]
         assert statuses.count(200) == 20, statuses
         assert statuses[-5:] == [429] * 5

@@ -520,10 +520,17 @@ class Gateway:
         elicited input): a decoy credential, or a secret the session was shown, must not reach
         the server this way either."""
         body = answer.get("result", answer.get("error"))
+        enforcing = self.policy.current.mode == "enforce"
         tripwire = self.pipeline.find("honeytoken_tripwire")
         why = tripwire.tripped(body) if tripwire is not None else None  # type: ignore[attr-defined]
+        if why is not None and not enforcing and not tripwire.config.blockInAudit:  # type: ignore[union-attr]
+            log.warning("AUDIT MODE: a client's answer to a server let through although %s", why)
+            why = None
         if why is None and (dlp := self.pipeline.find("dlp")) is not None:
             why = dlp.exfiltrating(session.id, body)  # type: ignore[attr-defined]
+            if why is not None and not enforcing:  # audit mode records (the log line), as for a call
+                log.warning("AUDIT MODE: a client's answer to a server let through although %s", why)
+                why = None
         return why
 
     def _mask(self, session_id: str | None, msg: Message) -> Message:
