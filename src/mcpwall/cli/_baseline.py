@@ -66,7 +66,9 @@ def _file_entries(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _captured_calls(capture: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, event in enumerate(capture["events"], 1):
-        payload = event.get("payload") if isinstance(event, dict) else None
+        if not isinstance(event, dict):
+            continue
+        payload = event.get("payload")
         if event.get("direction") != "request" or not isinstance(payload, dict) \
                 or payload.get("method") != "tools/call" or not isinstance(payload.get("params"), dict):
             continue

@@ -125,7 +125,10 @@ class Gateway:
         starting = [asyncio.ensure_future(self._start_upstream(s)) for s in self.servers.values()]
         if not starting:
             return
-        _, late = await asyncio.wait(starting, timeout=self.options.startup_wait_s)
+        done, late = await asyncio.wait(starting, timeout=self.options.startup_wait_s)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.error("an upstream failed to start: %s", task.exception())
         for task in late:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -424,7 +427,8 @@ class Gateway:
         breaker = upstream.breaker
         timeout = (ctx.timeout_ms or self.policy.current.default_timeout_ms) / 1000
         if upstream.state != "ready" and not await upstream.wait_ready(min(self.options.ready_timeout_s, timeout)):
-            breaker.failure()  # a server that is not there fails fast once its circuit opens
+            if upstream.state != "starting":
+                breaker.failure()  # a server that is not there fails fast once its circuit opens
             raise UpstreamError(f"upstream {upstream.name!r} is not available ({upstream.state}: "
                                 f"{upstream.last_error})", "unavailable")
         if params is None:

@@ -83,15 +83,18 @@ class StdioFrontend:
         tasks = list(self._tasks)
         if not tasks:
             return
+        interrupted = False
         try:
             _, late = await asyncio.wait(tasks, timeout=grace)
         except asyncio.CancelledError:
-            late = {t for t in tasks if not t.done()}
+            interrupted, late = True, {t for t in tasks if not t.done()}
         for task in late:
             task.cancel()
         if late:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait(late, timeout=1.0)
+        if interrupted:
+            raise asyncio.CancelledError  # after the calls were settled, the cancellation goes on
 
     async def _one(self, session: Session, raw: bytes) -> None:
         try:

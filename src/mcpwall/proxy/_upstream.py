@@ -237,6 +237,8 @@ class UpstreamServer:
         if self.state == "down":
             self._revive()
             return False
+        # Early only for a server that never came up: one restarting after a crash is waited for.
+        until_failure = until_failure and self.started_at is None
         if until_failure and self.state == "failed":
             return False
         events = (self._ready, self._down, self._failed) if until_failure else (self._ready, self._down)

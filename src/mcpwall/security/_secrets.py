@@ -162,7 +162,9 @@ def _db_password(value: str) -> bool:
     return len(value) >= 3 and not is_placeholder(value) and value.lower() not in {"pass", "pwd", "user"}
 
 
-_CARD_PREFIX = re.compile(r"4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5)")
+#: Card networks: their number prefixes and lengths (Visa, Mastercard, American Express, Discover).
+_CARD_NETWORKS = ((re.compile(r"4"), (13, 16, 19)), (re.compile(r"5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)"), (16,)),
+                  (re.compile(r"3[47]"), (15,)), (re.compile(r"6(?:011|5)"), (16, 17, 18, 19)))
 
 
 def _card_number(value: str) -> bool:
@@ -170,9 +172,10 @@ def _card_number(value: str) -> bool:
     (an order number or a timestamp of the same length fails one of the three)."""
     separators = {c for c in value if not c.isdigit()}
     digits = [int(c) for c in value if c.isdigit()]
-    if len(separators) > 1 or not 13 <= len(digits) <= 19:
+    if len(separators) > 1:
         return False
-    if not _CARD_PREFIX.match("".join(map(str, digits[:4]))):
+    head = "".join(map(str, digits[:4]))
+    if not any(prefix.match(head) and len(digits) in lengths for prefix, lengths in _CARD_NETWORKS):
         return False
     total = 0
     for i, d in enumerate(reversed(digits)):
