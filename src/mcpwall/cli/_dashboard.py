@@ -12,7 +12,6 @@ the call picks them up. Log in with the gateway's token (`$MCPWALL_TOKEN`,
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import click
@@ -41,7 +40,7 @@ def dashboard(home: Path | None, host: str, port: int, ledger_url: str | None, p
 
     from mcpwall.cli._ledger import open_for_cli
     from mcpwall.dashboard import HomeConsole, create_app
-    from mcpwall.proxy import PolicyStore, load_token, prepare_home
+    from mcpwall.proxy import PolicyStore, load_token, prepare_home, run
     from mcpwall.stages.auth import AuthStage
 
     resolved = resolve_home(home)
@@ -58,11 +57,7 @@ def dashboard(home: Path | None, host: str, port: int, ledger_url: str | None, p
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=2)
     try:
-        asyncio.run(uvicorn.Server(config).serve())
-    except SystemExit as exc:
-        if exc.code == 3:  # uvicorn's "startup failed" (the port is in use): SPEC 2 says 1 for a failure
-            raise SystemExit(1) from exc
-        raise
+        run(uvicorn.Server(config).serve())  # the gateway's loop runner: a port in use exits 1
     finally:
         ledger.close()
 

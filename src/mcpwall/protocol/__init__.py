@@ -16,6 +16,8 @@ import orjson
 
 #: Messages larger than this are refused with INVALID_REQUEST (SPEC 4).
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+#: The answer to a message over the bound (-32600), on every frontend.
+TOO_LARGE = f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"
 
 #: Protocol versions the gateway speaks to clients (the initialize handshake era).
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -175,6 +177,7 @@ __all__ = [
     "LATEST_VERSION",
     "MAX_MESSAGE_BYTES",
     "SUPPORTED_VERSIONS",
+    "TOO_LARGE",
     "ErrorCode",
     "Kind",
     "Message",

@@ -29,6 +29,7 @@ from mcpwall.protocol import (
     LATEST_VERSION,
     MAX_MESSAGE_BYTES,
     SUPPORTED_VERSIONS,
+    TOO_LARGE,
     ErrorCode,
     Message,
     ProtocolError,
@@ -84,6 +85,9 @@ class Gateway:
         self.policy = policy
         self.options = options or GatewayOptions()
         self.pipeline = Pipeline(stages)
+        #: the stages that also screen what passes outside calls (server messages, client answers)
+        self._dlp: Any = self.pipeline.find("dlp")
+        self._tripwire: Any = self.pipeline.find("honeytoken_tripwire")
         self.servers: dict[str, UpstreamServer] = {
             name: UpstreamServer(name, spec, self) for name, spec in servers.items() if not spec.disabled}
         self.sessions: dict[str, Session] = {}
@@ -250,17 +254,17 @@ class Gateway:
         await self.refused(value, exc.code, exc.message, session=session, server=server, **fields)
 
     async def refused_oversized(self, head: bytes, tail: bytes, *, session: Session | None = None,
-                                server: str | None = None, **fields: Any) -> None:
-        """`refused` for a message over the size bound, of which only its edges were kept: a
-        tools/call (its method at the top level, at either edge) gets its row, under its id and
-        tool name when the edges tell them."""
-        if not (_TOP_CALL.search(head) or _TOP_CALL.search(tail)):
-            return
-        named = _CALL_NAME.search(head)
-        params = {"name": named.group(1).decode("utf-8", "replace")} if named else {}
-        stub = {"jsonrpc": "2.0", "id": oversized_id(head, tail), "method": "tools/call", "params": params}
-        await self.refused(stub, ErrorCode.INVALID_REQUEST, f"message exceeds the {MAX_MESSAGE_BYTES} byte limit",
-                           session=session, server=server, **fields)
+                                server: str | None = None, **fields: Any) -> Message:
+        """The answer to a message over the size bound, of which only its edges were kept (-32600
+        under its id when they tell it); a tools/call (its method named at either edge) gets its
+        row, with its tool name when the edges tell it (`refused`)."""
+        answer = error(oversized_id(head, tail), ErrorCode.INVALID_REQUEST, TOO_LARGE)
+        if _TOP_CALL.search(head) or _TOP_CALL.search(tail):
+            named = _CALL_NAME.search(head)
+            params = {"name": named.group(1).decode("utf-8", "replace")} if named else {}
+            stub = {"jsonrpc": "2.0", "id": answer["id"], "method": "tools/call", "params": params}
+            await self.refused(stub, ErrorCode.INVALID_REQUEST, TOO_LARGE, session=session, server=server, **fields)
+        return answer
 
     def close_session(self, session: Session) -> None:
         if session.closed:
@@ -450,8 +454,6 @@ class Gateway:
             # not once more for every call that was in flight; a shutdown is no failure.
             if exc.reason not in ("exited", "stopped"):
                 breaker.failure()
-            elif breaker.probing:
-                breaker.release()
             raise
         except asyncio.CancelledError:
             if inflight is not None and inflight.upstream_id is not None:
@@ -524,23 +526,18 @@ class Gateway:
         elicited input): a decoy credential, or a secret the session was shown, must not reach
         the server this way either."""
         body = answer.get("result", answer.get("error"))
-        enforcing = self.policy.current.mode == "enforce"
-        tripwire = self.pipeline.find("honeytoken_tripwire")
-        why = tripwire.tripped(body) if tripwire is not None else None  # type: ignore[attr-defined]
-        if why is not None and not enforcing and not tripwire.config.blockInAudit:  # type: ignore[union-attr]
+        why = self._tripwire.tripped(body) if self._tripwire is not None else None
+        always = why is not None and self._tripwire.config.blockInAudit  # a decoy blocks in audit mode too
+        if why is None and self._dlp is not None:
+            why = self._dlp.exfiltrating(session.id, body)
+        if why is not None and not always and self.policy.current.mode != "enforce":
             log.warning("AUDIT MODE: a client's answer to a server let through although %s", why)
-            why = None
-        if why is None and (dlp := self.pipeline.find("dlp")) is not None:
-            why = dlp.exfiltrating(session.id, body)  # type: ignore[attr-defined]
-            if why is not None and not enforcing:  # audit mode records (the log line), as for a call
-                log.warning("AUDIT MODE: a client's answer to a server let through although %s", why)
-                why = None
+            return None  # recorded (the log line), as audit mode does for a call
         return why
 
     def _mask(self, session_id: str | None, msg: Message) -> Message:
         """A server's own message to a client, with secrets masked (DLP), as results are."""
-        dlp = self.pipeline.find("dlp")
-        return dlp.mask_outbound(session_id or "", msg) if dlp is not None else msg  # type: ignore[attr-defined]
+        return self._dlp.mask_outbound(session_id or "", msg) if self._dlp is not None else msg
 
     # ------------------------------------------------------------------ upstream -> clients
 

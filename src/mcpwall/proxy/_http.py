@@ -28,11 +28,11 @@ from mcpwall import __version__
 from mcpwall.protocol import (
     MAX_MESSAGE_BYTES,
     SUPPORTED_VERSIONS,
+    TOO_LARGE,
     ErrorCode,
     Message,
     ProtocolError,
     error,
-    oversized_id,
     parse,
     request_id,
 )
@@ -67,9 +67,6 @@ async def _reply_json(send: Send, status: int, value: Any, headers: list[tuple[b
 
 def _sse_event(msg: Message) -> bytes:
     return b"event: message\ndata: " + orjson.dumps(msg) + b"\n\n"
-
-
-TOO_LARGE = f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"
 
 
 class _BodyTooLarge(Exception):
@@ -449,8 +446,8 @@ class HttpFrontend:
 
     async def _too_large(self, send: Send, exc: _BodyTooLarge, server: str | None, scope: Scope) -> None:
         """413 under the request's id when its first bytes tell it; a tools/call gets its ledger row."""
-        await self.gateway.refused_oversized(exc.head, b"", server=server, peer=_peer(scope))
-        await _reply_json(send, 413, error(oversized_id(exc.head, b""), ErrorCode.INVALID_REQUEST, TOO_LARGE))
+        await _reply_json(send, 413, await self.gateway.refused_oversized(exc.head, b"", server=server,
+                                                                          peer=_peer(scope)))
 
     async def _explain(self, receive: Receive, send: Send, server: str, headers: dict[str, str],
                        identity: str | None) -> None:

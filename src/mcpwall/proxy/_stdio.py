@@ -13,7 +13,7 @@ import logging
 
 import orjson
 
-from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, ProtocolError, error, oversized_id, parse
+from mcpwall.protocol import Message, ProtocolError, parse
 from mcpwall.proxy._gateway import Gateway
 from mcpwall.proxy._session import Session
 from mcpwall.transports._lines import skip_line, stdin_is_file, stdio_streams
@@ -64,10 +64,8 @@ class StdioFrontend:
                 except asyncio.LimitOverrunError:
                     # Answered with the request's id when its first or last bytes tell it, so
                     # the client is not left waiting for an answer that will never come.
-                    head, tail = await skip_line(reader)
-                    await self.gateway.refused_oversized(head, tail, session=session)
-                    await self._write(error(oversized_id(head, tail), ErrorCode.INVALID_REQUEST,
-                                            f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
+                    await self._write(await self.gateway.refused_oversized(*await skip_line(reader),
+                                                                           session=session))
                     continue
                 if line.strip():
                     await self._one(session, line)

@@ -23,7 +23,7 @@ import orjson
 
 from mcpwall.errors import MCPWallError
 from mcpwall.protocol import (
-    MAX_MESSAGE_BYTES,
+    TOO_LARGE,
     ErrorCode,
     Message,
     ProtocolError,
@@ -121,8 +121,7 @@ class Relay:
                 return
             except asyncio.LimitOverrunError:
                 await skip_line(stdin)
-                await self._to_agent(error(None, ErrorCode.INVALID_REQUEST,
-                                           f"message exceeds the {MAX_MESSAGE_BYTES} byte limit"))
+                await self._to_agent(error(None, ErrorCode.INVALID_REQUEST, TOO_LARGE))
                 continue
             if line.strip():
                 await self._agent_line(line)

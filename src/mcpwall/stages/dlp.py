@@ -112,14 +112,20 @@ class DLPStage(Stage):
     def exfiltrating(self, session_id: str, value: Any) -> str | None:
         """Why a client's answer to a server's request (a sampling result, an elicitation) must not
         reach the server: it carries a secret the session was shown; None when it may."""
-        if not self.config.exfiltration or not self.fingerprints.has(session_id):
-            return None
-        hits = self.fingerprints.match(session_id, value, self.scanner)
+        hits = self._sent_back(session_id, value) if self.config.exfiltration else []
         if not hits:
             return None
-        self.exfiltration_blocked += 1
         kinds = ", ".join(sorted({h["type"] for h in hits}))
         return f"[mcpwall.dlp.exfiltration] the answer carries a secret this session received ({kinds})"
+
+    def _sent_back(self, session_id: str, value: Any) -> list[dict[str, str]]:
+        """Where `value` carries a secret this session was shown (counted as an exfiltration)."""
+        if not self.fingerprints.has(session_id):
+            return []
+        hits = self.fingerprints.match(session_id, value, self.scanner)
+        if hits:
+            self.exfiltration_blocked += 1
+        return hits
 
     def _arguments(self, ctx: RequestContext) -> Reject | None:
         args = ctx.params.get("arguments")
@@ -145,13 +151,9 @@ class DLPStage(Stage):
         return None
 
     def _exfiltration(self, ctx: RequestContext) -> Reject | None:
-        session = ctx.session.id
-        if not self.fingerprints.has(session):
-            return None
-        hits = self.fingerprints.match(session, ctx.params, self.scanner)
+        hits = self._sent_back(ctx.session.id, ctx.params)
         if not hits:
             return None
-        self.exfiltration_blocked += 1
         kinds = sorted({h["type"] for h in hits})
         where = ", ".join(h["path"] for h in hits[:5])
         reason = (f"[mcpwall.dlp.exfiltration] the arguments carry a secret this session received "
