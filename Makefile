@@ -11,9 +11,14 @@ CONF_DIR   := tests/conformance
 CONF_STAMP := $(CONF_DIR)/node_modules/.installed
 MCPWALL_RUN_HOME ?= $(HOME)/.mcpwall
 
-.PHONY: run test lint typecheck pytest bench setup clean
+.PHONY: run test lint typecheck pytest bench setup native clean
 
-setup: $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP)
+setup: $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP) native
+
+# The policy and ledger hot paths compiled with mypyc (src/mcpwall/_native.py); a no-op
+# when the build matches the sources, and without a C compiler the modules run as Python.
+native: $(PY_STAMP)
+	$(BIN)/python tools/build_native.py
 
 $(PY_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +40,7 @@ run: setup
 	$(BIN)/mcpwall proxy --home $(MCPWALL_RUN_HOME) --servers examples/servers.json
 
 lint: $(PY_STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench tools
 
 typecheck: $(PY_STAMP)
 	$(BIN)/mypy
@@ -52,4 +57,4 @@ bench: setup
 	$(BIN)/python bench/proxy_overhead.py
 
 clean:
-	rm -rf $(VENV) node_modules $(CONF_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf src/mcpwall/_native_build $(VENV) node_modules $(CONF_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache

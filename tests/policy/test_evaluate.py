@@ -342,3 +342,18 @@ class TestCaseRule:
         assert decide(p, "BASH").action == "deny"
         assert decide(p, "read_file").action == "allow"
         assert decide(p, "READ_FILE").action == "deny"  # default deny: the allow rule is exact
+
+
+class TestCaches:
+    def test_plans_and_memoised_decisions_stay_bounded_under_a_stream_of_new_shapes(self) -> None:
+        # An agent (or an attacker) calling ever new tool names must not grow the engine's
+        # caches without bound, and decisions must stay right across the clears.
+        p = compile_text(rules("id: no-etc\ntarget: file\nmatch: pattern\nvalues: ['^/etc']\naction: deny",
+                               "id: t7\ntools: [tool_7]\naction: deny", default="allow"))
+        for i in range(20_000):
+            d = decide(p, f"tool_{i}", {"path": "/etc/passwd" if i % 3 == 0 else f"/srv/{i}"})
+            assert d.action == ("deny" if i % 3 == 0 or i == 7 else "allow"), i
+        held = sum(len(plan.by_found) for plan in p.fast.plans.values())
+        assert len(p.fast.plans) <= 8192
+        assert held <= p.fast.memo_entries <= 8192
+        assert len(p.fast.memo) <= 8192

@@ -8,7 +8,12 @@
 `PolicyEngine` bundles these for callers that just want a decision.
 """
 
+# ruff: noqa: E402  (the submodules are imported after `use_compiled` has chosen where from)
 from __future__ import annotations
+
+from mcpwall._native import use_compiled as _use_compiled
+
+_use_compiled(__path__, __name__)  # before any submodule: see mcpwall._native
 
 import os
 from datetime import datetime

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 from mcpwall.policy._compile import CompiledPolicy, CRule
 from mcpwall.policy._decision import PRECEDENCE, Action, Decision, RuleTrace
 from mcpwall.policy._facts import Call, Context, Facts
-from mcpwall.policy._plan import decide_fast
+from mcpwall.policy._plan import Hooks, decide_fast
 from mcpwall.policy._view import View
 
 _DECIDING = {"allow": "allow", "deny": "deny", "warn": "warn", "ask": "ask",
@@ -263,7 +263,7 @@ def evaluate(policy: CompiledPolicy, facts: Facts, ctx: Context, *, trace: bool 
         # A non-ASCII tool name goes the reference way: its case folding (`kıll` is `kill` to a
         # restrictive rule, as RE2 folds it) is not what the fast path's name index does.
         return evaluate_slow(policy, facts, ctx, trace=trace)
-    return decide_fast(policy, facts, ctx, finish, _decide, _allowlisted, name_texts, in_scope)
+    return decide_fast(policy, facts, ctx, _HOOKS)
 
 
 def _allowlisted(policy: CompiledPolicy, facts: Facts) -> tuple[bool, bool]:
@@ -488,5 +488,8 @@ def redact_text(rules: Sequence[CRule], text: str) -> str:
             text = pattern.sub(f"[REDACTED-{rule.id}]", text)
     return text
 
+
+#: The reference path's pieces the fast path uses (see `_plan.Hooks`).
+_HOOKS: Final = Hooks(finish, _decide, _allowlisted, name_texts, in_scope)
 
 __all__ = ["evaluate", "evaluate_response", "evaluate_slow", "in_scope", "name_texts", "redact_text", "visible"]

@@ -15,7 +15,7 @@ with `$` rewritten to `\\Z` so that both engines agree with JavaScript.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import re2
 
@@ -123,7 +123,7 @@ class Matcher:
 class PatternSet:
     """Many matchers' RE2 patterns in one set; `match(text)` returns owner indices."""
 
-    __slots__ = ("_bits", "_owners", "_set")
+    __slots__ = ("_bits", "_match", "_owners", "_set")
 
     def __init__(self, owners_patterns: Sequence[tuple[int, Sequence[str]]]) -> None:
         owners: list[int] = []
@@ -135,9 +135,13 @@ class PatternSet:
         self._owners = tuple(owners)
         self._bits = tuple(1 << owner for owner in owners)
         self._set: object | None = None
+        #: The binding's bound `Match`, looked up once: finding a method on a pybind11
+        #: object costs about as much as a short match (bench/policy_eval.py).
+        self._match: Callable[[bytes], list[int]] | None = None
         if owners:
             rs.Compile()
             self._set = rs._set
+            self._match = rs._set.Match
 
     def match(self, text: str) -> frozenset[int]:
         if self._set is None:
@@ -150,11 +154,12 @@ class PatternSet:
 
     def mask(self, text: str) -> int:
         """The owners of the patterns `text` matches, as a bit set (bit i: owner i)."""
-        if self._set is None:
+        match = self._match
+        if match is None:
             return 0
         found = 0
         bits = self._bits
-        for i in self._set.Match(text.encode("utf-8", "surrogatepass")):  # type: ignore[attr-defined]
+        for i in match(text.encode("utf-8", "surrogatepass")):
             found |= bits[i]
         return found
 

@@ -17,7 +17,6 @@ property test checks that both paths decide the same.
 from __future__ import annotations
 
 from collections.abc import Callable
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.policy._facts import ArgValue, Call, Context, Facts
@@ -128,6 +127,8 @@ class FastIndex:
         self.plans: dict[tuple[str, ...], Plan] = {}
         #: Decisions by (plan, rules matched, constraint failures[, argument keys]).
         self.memo: dict[Any, Decision] = {}
+        #: How many decisions the plans hold (`Plan.by_found`), all plans together.
+        self.memo_entries = 0
         #: (the `now` it was computed for, rules outside their time window then).
         self.outside: tuple[object, int] = (None, 0)
 
@@ -173,8 +174,8 @@ class FastIndex:
 class Plan:
     """What is already known about every call of one shape."""
 
-    __slots__ = ("allowlisted", "any_spelling", "arg_mask", "canonical", "decision", "env_scope", "key_scope",
-                 "name_mask", "rules", "uri_any_spelling", "uri_canonical")
+    __slots__ = ("allowlisted", "any_spelling", "arg_mask", "by_found", "canonical", "decision", "env_scope",
+                 "key_scope", "name_mask", "rules", "uri_any_spelling", "uri_canonical")
 
     def __init__(self, name_mask: int, arg_mask: int, allowlisted: bool, index: FastIndex) -> None:
         self.name_mask = name_mask
@@ -191,6 +192,8 @@ class Plan:
         self.env_scope = index.env_rules & arg_mask
         #: The decision of every call of this shape, when nothing else can change it.
         self.decision: Decision | None = None
+        #: Decisions by the rules matched, for calls with no failed constraint and no redaction.
+        self.by_found: dict[int, Decision] = {}
 
     @property
     def name_hits(self) -> tuple[CRule, ...]:
@@ -282,8 +285,12 @@ def plan_for(policy: CompiledPolicy, facts: Facts,
     return plan if plan is not None else _new_plan(policy, facts, key, allowlisted_fn, name_texts, in_scope)
 
 
-#: A call's shape: (method, name, server, description, client, agent), one C call.
-_shape: Callable[[Call], tuple[str, ...]] = itemgetter(0, 1, 3, 4, 5, 6)
+def _shape(call: Call) -> tuple[str, ...]:
+    """A call's shape: (method, name, server, description, client, agent).
+
+    By index: compiled, each is one read of the tuple (an `itemgetter` was the fastest as
+    Python, but compiled code calling it pays a generic call, ~900 instructions)."""
+    return (call[0], call[1], call[3], call[4], call[5], call[6])
 
 
 def _new_plan(policy: CompiledPolicy, facts: Facts, key: tuple[str, ...],
@@ -295,20 +302,35 @@ def _new_plan(policy: CompiledPolicy, facts: Facts, key: tuple[str, ...],
     plan = build_plan(index, facts.call, allowlisted, corp_allow, name_texts, in_scope)
     if len(index.plans) >= _PLAN_CACHE_SIZE:
         index.plans.clear()
+        index.memo_entries = 0
     index.plans[key] = plan
     return plan
 
 
-def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context,
-                finish: Callable[[CRule, Facts, Context, str], tuple[str, str]],
-                decide: Callable[..., Decision], allowlisted_fn: Callable[[CompiledPolicy, Facts], tuple[bool, bool]],
-                name_texts: Callable[[CRule, Call], tuple[str, ...] | None],
-                in_scope: Callable[[CRule, Call], bool]) -> Decision:
+class Hooks:
+    """What the fast path uses of the reference path (`_evaluate` imports this module, so
+    they come in as values), bundled once: five module globals passed on every call cost a
+    dict lookup each when compiled."""
+
+    __slots__ = ("allowlisted", "decide", "finish", "in_scope", "name_texts")
+
+    def __init__(self, finish: Callable[[CRule, Facts, Context, str], tuple[str, str]],
+                 decide: Callable[..., Decision], allowlisted: Callable[[CompiledPolicy, Facts], tuple[bool, bool]],
+                 name_texts: Callable[[CRule, Call], tuple[str, ...] | None],
+                 in_scope: Callable[[CRule, Call], bool]) -> None:
+        self.finish = finish
+        self.decide = decide
+        self.allowlisted = allowlisted
+        self.name_texts = name_texts
+        self.in_scope = in_scope
+
+
+def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context, hooks: Hooks) -> Decision:
     index: FastIndex = policy.fast
     key = _shape(facts.call)
     plan = index.plans.get(key)
     if plan is None:
-        plan = _new_plan(policy, facts, key, allowlisted_fn, name_texts, in_scope)
+        plan = _new_plan(policy, facts, key, hooks.allowlisted, hooks.name_texts, hooks.in_scope)
     if plan.decision is not None:
         return plan.decision
     found = plan.name_mask
@@ -325,8 +347,13 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context,
         if plan.env_scope:
             found |= _key_hits(index, plan, facts)
         elif plan.key_scope:
-            hits = index.key_sets.get(facts.keys)
-            found |= (index.key_hits(facts.keys) if hits is None else hits) & plan.key_scope
+            # Key by key from the text cache: hashing and comparing the nested tuple of all
+            # keys (a dict keyed by it) cost more than these few lookups.
+            key_hits = 0
+            for pair in facts.keys:
+                hits = texts.get(pair[1])
+                key_hits |= index.new_text(pair[1]) if hits is None else hits
+            found |= key_hits & plan.key_scope
     if found & index.window_rules:
         found &= ~index.outside_window(ctx)
     # A Decision is a function of which rules matched, how constraints failed and,
@@ -336,22 +363,33 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context,
     if pending:
         failed: list[tuple[int, str]] = []
         for i in bits(pending):
-            status, detail = finish(index.rules[i], facts, ctx, "")
+            status, detail = hooks.finish(index.rules[i], facts, ctx, "")
             if status == "constraint-failed":
                 failed.append((i, detail))
             elif status != "matched":
                 found ^= 1 << i
         failures = tuple(failed)
+    if not failures and not found & index.redact_rules:
+        # The usual case: the decision is a function of the plan and the rules matched, and
+        # an int-keyed dict on the plan is cheaper to probe than a tuple-keyed one.
+        decision = plan.by_found.get(found)
+        if decision is None:
+            index.memo_entries += 1
+            if index.memo_entries > _PLAN_CACHE_SIZE:  # bounds them all: plans hold their decisions
+                index.plans.clear()
+                index.memo_entries = 1
+            decision = plan.by_found[found] = _decide_mask(policy, plan, facts, found, {}, hooks.decide)
+            if not plan.arg_mask and not plan.name_mask & (index.window_rules | index.finish_rules):
+                plan.decision = decision
+        return decision
     memo_key: Any = (plan, found, failures, facts.keys) if found & index.redact_rules else (plan, found, failures)
     memo = index.memo
     decision = memo.get(memo_key)
     if decision is None:
-        decision = _decide_mask(policy, plan, facts, found, dict(failures), decide)
+        decision = _decide_mask(policy, plan, facts, found, dict(failures), hooks.decide)
         if len(memo) >= _PLAN_CACHE_SIZE:
             memo.clear()
         memo[memo_key] = decision
-        if not plan.arg_mask and not plan.name_mask & (index.window_rules | index.finish_rules):
-            plan.decision = decision
     return decision
 
 
@@ -365,4 +403,4 @@ def _decide_mask(policy: CompiledPolicy, plan: Plan, facts: Facts, found: int, f
     return decide(policy, matched, None, facts, allowlisted=plan.allowlisted, implicit=None)
 
 
-__all__ = ["FastIndex", "Plan", "build_plan", "decide_fast", "plan_for", "text_kinds"]
+__all__ = ["FastIndex", "Hooks", "Plan", "build_plan", "decide_fast", "plan_for", "text_kinds"]

@@ -1,0 +1,105 @@
+"""The compiled hot-path modules (mcpwall._native): used when current, never when stale,
+and deciding exactly as the Python sources do."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpwall import _native
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Decisions for a varied call stream (bench/policy_eval.py's), default and generated
+# 1,000-rule policies, printed as JSON lines: run once compiled and once as Python.
+_DECIDE = """
+import json, random, sys
+sys.path.insert(0, {bench!r})
+from datetime import datetime
+from policy_eval import call_stream, generated_policy
+from mcpwall._native import compiled_modules
+from mcpwall.policy import Context, PolicyEngine, evaluate, prepare
+rng = random.Random(7)
+ctx = Context(now=datetime(2026, 11, 30, 3, 0).astimezone(), requests_last_minute=5)
+out = {{"compiled": compiled_modules(), "decisions": []}}
+for policy, extra in ((PolicyEngine.from_template("default").compiled, 0), (generated_policy(1000, rng), 1000)):
+    for call in call_stream(3000, rng, extra_tools=extra):
+        d = evaluate(policy, prepare(call), ctx)
+        out["decisions"].append([d.action, list(d.rule_ids), sorted(d.redacted_keys), d.timeout_ms])
+print(json.dumps(out))
+"""
+
+
+def _decisions(pure: bool) -> dict[str, object]:
+    env = {**os.environ, "MCPWALL_PURE": "1" if pure else "0"}
+    done = subprocess.run([sys.executable, "-c", _DECIDE.format(bench=str(ROOT / "bench"))], env=env,
+                          capture_output=True, text=True, timeout=300, check=True)
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def test_a_compiler_on_the_machine_means_the_hot_path_runs_compiled() -> None:
+    # `make setup` builds it; a silently failing build would leave every decision ~1.7x slower.
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler here: the modules run as Python")
+    assert _native.build_valid(), "the native build is missing or stale: run `make native`"
+    compiled = _decisions(pure=False)["compiled"]
+    assert compiled == [f"{p}.{m}" for p, ms in _native.MODULES.items() for m in ms]
+
+
+def test_compiled_and_python_modules_decide_the_same() -> None:
+    if not _native.build_valid():
+        pytest.skip("no native build to compare with")
+    native, pure = _decisions(pure=False), _decisions(pure=True)
+    assert pure["compiled"] == []
+    assert native["compiled"]
+    assert native["decisions"] == pure["decisions"]
+    actions = {d[0] for d in native["decisions"]}  # type: ignore[union-attr]
+    assert {"allow", "deny"} <= actions  # the stream exercises more than one outcome
+
+
+def test_a_build_from_other_sources_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stamp = tmp_path / "sources.json"
+    monkeypatch.setattr(_native, "STAMP", stamp)
+    monkeypatch.setattr(_native, "_valid", None)
+    hashes = _native.source_hashes()
+    stamp.write_text(json.dumps({"sources": hashes}))
+    assert _native.build_valid()
+    edited = dict(hashes)
+    edited["mcpwall.policy._plan"] = "0" * 64  # _plan.py changed since the build
+    stamp.write_text(json.dumps({"sources": edited}))
+    monkeypatch.setattr(_native, "_valid", None)
+    assert not _native.build_valid()
+    path: list[str] = ["src"]
+    _native.use_compiled(path, "mcpwall.policy")
+    assert path == ["src"]
+    monkeypatch.setattr(_native, "_valid", None)
+    stamp.write_text("not json")
+    assert not _native.build_valid()
+
+
+def test_every_source_of_a_compiled_package_is_in_the_stamp() -> None:
+    hashes = _native.source_hashes()
+    for package, modules in _native.MODULES.items():
+        directory = ROOT / "src" / Path(*package.split("."))
+        assert {f"{package}.{p.stem}" for p in directory.glob("*.py")} <= set(hashes)
+        assert {f"{package}.{m}" for m in modules} <= set(hashes)
+
+
+def test_pure_mode_ignores_a_current_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_native, "_valid", True)
+    monkeypatch.setenv("MCPWALL_PURE", "1")
+    path: list[str] = []
+    _native.use_compiled(path, "mcpwall.policy")
+    assert path == []
+    monkeypatch.setenv("MCPWALL_PURE", "0")
+    _native.use_compiled(path, "mcpwall.policy")
+    assert path == [str(_native.BUILD / "mcpwall.policy")]
+    _native.use_compiled(path, "mcpwall.ledger")  # nothing of it is compiled
+    assert path == [str(_native.BUILD / "mcpwall.policy")]
