@@ -415,7 +415,7 @@ def visible(policy: CompiledPolicy, call: Call, ctx: Context) -> bool:
     facts = Facts(call, (), (), (), ())
     from mcpwall.policy._plan import plan_for
 
-    plan = plan_for(policy, facts, _allowlisted, name_texts, in_scope)
+    plan = plan_for(policy, facts, _HOOKS)
     for rule in plan.name_hits:
         if rule.action != "deny" or rule.constraints:
             continue

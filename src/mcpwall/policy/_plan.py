@@ -122,8 +122,6 @@ class FastIndex:
         self.profile_restrictive = mask(lambda i, r: r.action in ("deny", "ask", "warn") and r.layer == "profile")
         self.corp_restrictive = mask(lambda i, r: r.action in ("deny", "ask", "warn") and r.layer == "corp")
         self.texts: dict[str, int] = {}
-        #: Rules matched by any key of a call's argument keys, by the keys' tuple.
-        self.key_sets: dict[tuple[tuple[str, str], ...], int] = {}
         self.plans: dict[tuple[str, ...], Plan] = {}
         #: Decisions by (plan, rules matched, constraint failures[, argument keys]).
         self.memo: dict[Any, Decision] = {}
@@ -146,16 +144,6 @@ class FastIndex:
         if len(self.texts) >= _CACHE_SIZE:
             self.texts.clear()
         self.texts[text] = hits
-        return hits
-
-    def key_hits(self, keys: tuple[tuple[str, str], ...]) -> int:
-        """Rules matched by any of a call's argument keys, cached by the keys' tuple."""
-        hits = 0
-        for _, key in keys:
-            hits |= self.arg_hits(key)
-        if len(self.key_sets) >= _PLAN_CACHE_SIZE:
-            self.key_sets.clear()
-        self.key_sets[keys] = hits
         return hits
 
     def outside_window(self, ctx: Context) -> int:
@@ -262,12 +250,13 @@ def _value_hits(plan: Plan, v: ArgValue, text: str, hits: int) -> int:
 
 
 def _key_hits(index: FastIndex, plan: Plan, facts: Facts) -> int:
-    """Rules matched by the call's argument keys and environment keys."""
+    """Rules matched by the call's argument keys and environment keys, key by key from the
+    text cache (hashing and comparing the tuple of all keys, as a dict key, cost more)."""
     found = 0
-    if plan.key_scope:
-        # Calls to one tool mostly carry the same argument keys: one lookup for all.
-        hits = index.key_sets.get(facts.keys)
-        found |= (index.key_hits(facts.keys) if hits is None else hits) & plan.key_scope
+    key_scope = plan.key_scope
+    if key_scope:
+        for pair in facts.keys:
+            found |= index.arg_hits(pair[1]) & key_scope
     env_scope = plan.env_scope
     if env_scope:
         for key in facts.env_keys:
@@ -275,14 +264,11 @@ def _key_hits(index: FastIndex, plan: Plan, facts: Facts) -> int:
     return found
 
 
-def plan_for(policy: CompiledPolicy, facts: Facts,
-             allowlisted_fn: Callable[[CompiledPolicy, Facts], tuple[bool, bool]],
-             name_texts: Callable[[CRule, Call], tuple[str, ...] | None],
-             in_scope: Callable[[CRule, Call], bool]) -> Plan:
+def plan_for(policy: CompiledPolicy, facts: Facts, hooks: Hooks) -> Plan:
     """The cached plan for this call's shape."""
     key = _shape(facts.call)
     plan = policy.fast.plans.get(key)
-    return plan if plan is not None else _new_plan(policy, facts, key, allowlisted_fn, name_texts, in_scope)
+    return plan if plan is not None else _new_plan(policy, facts, key, hooks)
 
 
 def _shape(call: Call) -> tuple[str, ...]:
@@ -293,13 +279,10 @@ def _shape(call: Call) -> tuple[str, ...]:
     return (call[0], call[1], call[3], call[4], call[5], call[6])
 
 
-def _new_plan(policy: CompiledPolicy, facts: Facts, key: tuple[str, ...],
-              allowlisted_fn: Callable[[CompiledPolicy, Facts], tuple[bool, bool]],
-              name_texts: Callable[[CRule, Call], tuple[str, ...] | None],
-              in_scope: Callable[[CRule, Call], bool]) -> Plan:
+def _new_plan(policy: CompiledPolicy, facts: Facts, key: tuple[str, ...], hooks: Hooks) -> Plan:
     index: FastIndex = policy.fast
-    allowlisted, corp_allow = allowlisted_fn(policy, facts)
-    plan = build_plan(index, facts.call, allowlisted, corp_allow, name_texts, in_scope)
+    allowlisted, corp_allow = hooks.allowlisted(policy, facts)
+    plan = build_plan(index, facts.call, allowlisted, corp_allow, hooks.name_texts, hooks.in_scope)
     if len(index.plans) >= _PLAN_CACHE_SIZE:
         index.plans.clear()
         index.memo_entries = 0
@@ -330,7 +313,7 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context, hooks: Hooks
     key = _shape(facts.call)
     plan = index.plans.get(key)
     if plan is None:
-        plan = _new_plan(policy, facts, key, hooks.allowlisted, hooks.name_texts, hooks.in_scope)
+        plan = _new_plan(policy, facts, key, hooks)
     if plan.decision is not None:
         return plan.decision
     found = plan.name_mask
@@ -344,16 +327,8 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context, hooks: Hooks
                     hits = index.new_text(text)
                 if hits & scope:
                     found |= _value_hits(plan, v, text, hits)
-        if plan.env_scope:
+        if plan.key_scope or plan.env_scope:
             found |= _key_hits(index, plan, facts)
-        elif plan.key_scope:
-            # Key by key from the text cache: hashing and comparing the nested tuple of all
-            # keys (a dict keyed by it) cost more than these few lookups.
-            key_hits = 0
-            for pair in facts.keys:
-                hits = texts.get(pair[1])
-                key_hits |= index.new_text(pair[1]) if hits is None else hits
-            found |= key_hits & plan.key_scope
     if found & index.window_rules:
         found &= ~index.outside_window(ctx)
     # A Decision is a function of which rules matched, how constraints failed and,
