@@ -15,8 +15,9 @@ MCPWALL_RUN_HOME ?= $(HOME)/.mcpwall
 
 setup: $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP) native
 
-# The policy and ledger hot paths compiled with mypyc (src/mcpwall/_native.py); a no-op
-# when the build matches the sources, and without a C compiler the modules run as Python.
+# The policy engine's hot path compiled with mypyc (src/mcpwall/_native.py), and its RE2::Set
+# binding where g++ and libre2-dev are; a no-op when the build matches the sources, and
+# without a C compiler the modules run as Python.
 native: $(PY_STAMP)
 	$(BIN)/python tools/build_native.py
 

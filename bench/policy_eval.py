@@ -8,8 +8,9 @@ and for a generated 1,000-rule policy, on one core (this process), for:
 - `prepare+evaluate`: facts (normalisation, symlink check) plus decision;
 - `reference`: the rule-by-rule path used for traces, for scale.
 
-The hot-path modules run compiled when `make setup` built them (mcpwall._native);
-`MCPWALL_PURE=1` measures the same code as Python. The first line says which.
+The hot-path modules run compiled when `make setup` built them (mcpwall._native),
+with the thin RE2::Set binding where g++ and libre2-dev were there;
+`MCPWALL_PURE=1` measures the same code as Python. The first lines say which.
 
 The call stream is varied (thousands of distinct paths, URLs and messages, a
 dozen tools), so caches help only as much as real agent traffic would let them.
@@ -17,7 +18,11 @@ dozen tools), so caches help only as much as real agent traffic would let them.
 emptied before each), and its median pass is the decisions/s figure; this VM's
 speed varies by 30-60% from one second to the next.
 
-    python bench/policy_eval.py [--calls 100000] [--seed 1]
+`--binding-ab` instead compares the thin RE2::Set binding with google-re2's
+on the default policy in one process, passes alternating A B B A ..., since
+this VM's speed moves more between runs than the difference.
+
+    python bench/policy_eval.py [--calls 100000] [--seed 1] [--binding-ab]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from mcpwall._native import compiled_modules
 from mcpwall.policy import Call, CompiledPolicy, Context, PolicyEngine, compile_policy, evaluate, prepare
 from mcpwall.policy._evaluate import evaluate_slow
 from mcpwall.policy._loader import resolve_document
+from mcpwall.policy._match import native_sets
 from mcpwall.policy._model import PolicyFile
 
 TOOLS = {
@@ -151,10 +157,46 @@ def run(policy_label: str, policy: CompiledPolicy, calls: list[Call]) -> None:
             facts[: max(2000, len(facts) // 10)])
 
 
+def binding_ab(calls: list[Call], passes: int = 10) -> None:
+    """Decisions/s of the default policy with each RE2 binding, passes alternating."""
+    from mcpwall.policy import _match
+
+    thin = PolicyEngine.from_template("default").compiled
+    saved, _match._NATIVE_SETS = _match._NATIVE_SETS, None
+    try:
+        google = PolicyEngine.from_template("default").compiled
+    finally:
+        _match._NATIVE_SETS = saved
+    if thin.fast.arg_set._native_mask is None:
+        print("the thin binding is not built (make native, with g++ and libre2-dev): nothing to compare")
+        return
+    ctx = Context(now=datetime.now().astimezone(), requests_last_minute=5)
+    facts = [prepare(c) for c in calls]
+    rates: dict[str, list[float]] = {"thin binding": [], "google-re2": []}
+    policies = {"thin binding": thin, "google-re2": google}
+    for policy in policies.values():
+        [evaluate(policy, f, ctx) for f in facts[:5000]]
+    for i in range(passes):
+        order = list(policies) if i % 2 == 0 else list(reversed(policies))
+        for name in order:
+            policy = policies[name]
+            policy.fast.texts.clear()
+            start = time.perf_counter()
+            [evaluate(policy, f, ctx) for f in facts]
+            rates[name].append(len(facts) / (time.perf_counter() - start))
+    print(f"default policy, {len(facts):,} calls, {passes} passes each, alternating")
+    for name, values in rates.items():
+        print(f"  {name:<14} median {statistics.median(values):>10,.0f}/s   passes "
+              + " ".join(f"{v / 1000:.0f}k" for v in values))
+    wins = sum(a > b for a, b in zip(rates["thin binding"], rates["google-re2"], strict=True))
+    print(f"  the thin binding was faster in {wins} of {passes} pairs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--binding-ab", action="store_true", help="compare the two RE2 bindings only")
     opts = parser.parse_args()
     rng = random.Random(opts.seed)
     with open("/proc/cpuinfo", encoding="utf-8") as info:
@@ -163,6 +205,10 @@ def main() -> None:
     print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{datetime.now():%Y-%m-%d}")
     print(f"compiled modules: {', '.join(compiled_modules()) or 'none (pure Python)'}")
+    print("RE2 sets: " + ("the thin binding (mcpwall.policy._re2set)" if native_sets() else "google-re2's binding"))
+    if opts.binding_ab:
+        binding_ab(call_stream(opts.calls, rng))
+        return
     run("default policy", PolicyEngine.from_template("default").compiled, call_stream(opts.calls, rng))
     run("generated 1,000-rule policy", generated_policy(1000, rng), call_stream(opts.calls, rng, extra_tools=1000))
 

@@ -27,8 +27,10 @@ from mcpwall._native import compiled_modules
 from mcpwall.policy import Context, PolicyEngine, evaluate, prepare
 rng = random.Random(7)
 ctx = Context(now=datetime(2026, 11, 30, 3, 0).astimezone(), requests_last_minute=5)
-out = {{"compiled": compiled_modules(), "decisions": []}}
-for policy, extra in ((PolicyEngine.from_template("default").compiled, 0), (generated_policy(1000, rng), 1000)):
+default = PolicyEngine.from_template("default").compiled
+out = {{"compiled": compiled_modules(), "decisions": [],
+        "native_sets": default.fast.arg_set._native_mask is not None}}
+for policy, extra in ((default, 0), (generated_policy(1000, rng), 1000)):
     for call in call_stream(3000, rng, extra_tools=extra):
         d = evaluate(policy, prepare(call), ctx)
         out["decisions"].append([d.action, list(d.rule_ids), sorted(d.redacted_keys), d.timeout_ms])
@@ -53,11 +55,26 @@ def test_a_compiler_on_the_machine_means_the_hot_path_runs_compiled() -> None:
     assert compiled == [f"{p}.{m}" for p, ms in _native.MODULES.items() for m in ms]
 
 
+def _re2_headers() -> bool:
+    return shutil.which("g++") is not None and any(
+        Path(d, "re2", "set.h").exists() for d in ("/usr/include", "/usr/local/include"))
+
+
+def test_the_thin_re2_binding_is_built_and_used_where_g_plus_plus_and_libre2_dev_are() -> None:
+    if not _re2_headers():
+        pytest.skip("no g++ or RE2 headers here: the policy engine uses google-re2's binding")
+    assert _native.build_valid(), "the native build is missing or stale: run `make native`"
+    stamp = json.loads(_native.STAMP.read_text(encoding="utf-8"))
+    assert "mcpwall.policy._re2set" in stamp["extensions"]
+    assert _decisions(pure=False)["native_sets"] is True
+
+
 def test_compiled_and_python_modules_decide_the_same() -> None:
     if not _native.build_valid():
         pytest.skip("no native build to compare with")
     native, pure = _decisions(pure=False), _decisions(pure=True)
     assert pure["compiled"] == []
+    assert pure["native_sets"] is False
     assert native["compiled"]
     assert native["decisions"] == pure["decisions"]
     actions = {d[0] for d in native["decisions"]}  # type: ignore[union-attr]
@@ -89,7 +106,9 @@ def test_every_source_of_a_compiled_package_is_in_the_stamp() -> None:
     for package, modules in _native.MODULES.items():
         directory = ROOT / "src" / Path(*package.split("."))
         assert {f"{package}.{p.stem}" for p in directory.glob("*.py")} <= set(hashes)
+        assert {f"{package}.{p.name}" for p in directory.glob("*.cpp")} <= set(hashes)
         assert {f"{package}.{m}" for m in modules} <= set(hashes)
+    assert "mcpwall.policy._re2set.cpp" in hashes
 
 
 def test_pure_mode_ignores_a_current_build(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,11 @@
 Needs mypy (its mypyc), setuptools and a C compiler. A failed build leaves no
 build behind, prints why and exits 0, so `make` goes on with the pure-Python
 modules (same behaviour, slower); `--strict` makes a failure exit 1.
+
+With g++ and the RE2 headers (Debian `libre2-dev`) it also builds the policy
+engine's thin RE2::Set binding (`src/mcpwall/policy/_re2set.cpp`) into the same
+build; without them the policy engine uses google-re2's own binding (same
+answers, slower), and `--strict` does not ask for it.
 """
 
 from __future__ import annotations
@@ -35,6 +40,19 @@ paths = sys.argv[1:]
 sys.argv = sys.argv[:1]
 setup(name="mcpwall-native", ext_modules=mypycify(paths, group_name={group!r}, target_dir="c"),
       script_args=["-q", "build_ext", "--build-lib", "out", "--build-temp", "tmp"])
+"""
+
+EXTENSIONS = {"mcpwall.policy._re2set": "mcpwall/policy/_re2set.cpp"}
+
+EXT_SETUP = """
+import sys
+from setuptools import Extension, setup
+
+name, source, build_temp = sys.argv[1:4]
+sys.argv = sys.argv[:1]
+setup(name="mcpwall-native-ext", ext_modules=[Extension(name, [source], libraries=["re2"], language="c++",
+                                                        extra_compile_args=["-std=c++17", "-O2"])],
+      script_args=["-q", "build_ext", "--build-lib", "out", "--build-temp", build_temp])
 """
 
 
@@ -68,6 +86,7 @@ def build() -> None:
         # here are what is compiled, not the config's `files`.
         config = ["--config-file", str(ROOT / "pyproject.toml")]
         subprocess.run([sys.executable, "setup_native.py", *config, *paths], cwd=work, env=env, check=True)
+        built = _extensions(work, env)
         staged = work / "staged"
         out = work / "out"
         for package in ("mcpwall", *_native.MODULES):
@@ -77,10 +96,26 @@ def build() -> None:
                 shutil.copy2(so, target / so.name)
         (staged / _native.STAMP.name).write_text(json.dumps({
             "sources": hashes, "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
-            "modules": _modules()}, indent=1),
+            "modules": _modules(), "extensions": built}, indent=1),
             encoding="utf-8")
         shutil.rmtree(_native.BUILD, ignore_errors=True)
         shutil.copytree(staged, _native.BUILD)
+
+
+def _extensions(work: Path, env: dict[str, str]) -> list[str]:
+    """Build the optional C++ extensions into `work/out`; the names of those that built."""
+    (work / "setup_ext.py").write_text(EXT_SETUP, encoding="utf-8")
+    built = []
+    for name, source in EXTENSIONS.items():
+        run = subprocess.run([sys.executable, "setup_ext.py", name, source, f"tmp-{name}"], cwd=work, env=env,
+                             capture_output=True, text=True)
+        if run.returncode == 0:
+            built.append(name)
+            continue
+        why = [line for line in (run.stderr or run.stdout).splitlines() if "error" in line.lower()][:3]
+        print(f"native build: {name} not built (needs g++ and libre2-dev): " + (" | ".join(why) or "failed")
+              + "; the policy engine uses google-re2's binding (same answers, slower)", file=sys.stderr)
+    return built
 
 
 def main() -> int:

@@ -47,8 +47,10 @@ def source_hashes() -> dict[str, str]:
     type-checked against its neighbours too, so a change to any of them calls for a new build."""
     out = {}
     for package in MODULES:
-        for path in sorted((SRC.parent / Path(*package.split("."))).glob("*.py")):
-            out[f"{package}.{path.stem}"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        folder = SRC.parent / Path(*package.split("."))
+        for path in sorted([*folder.glob("*.py"), *folder.glob("*.cpp")]):
+            name = f"{package}.{path.stem}" if path.suffix == ".py" else f"{package}.{path.name}"
+            out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
 
 

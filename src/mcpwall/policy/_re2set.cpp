@@ -1,0 +1,210 @@
+// A thin binding of RE2::Set for the policy engine's fast path (see _match.PatternSet).
+//
+// google-re2's pybind11 binding costs about 3,900 instructions per text on top of
+// RE2's own ~1,500 (bench/policy_eval.py under valgrind): the pybind dispatcher,
+// a Py_buffer and its shape vectors, a bytes copy of the text, a result list, and
+// the GIL released and taken back around a match of a few hundred nanoseconds.
+// Here a match reads the str's UTF-8 in place and returns the owners' bit set
+// directly. Built by tools/build_native.py when the RE2 headers are there
+// (Debian libre2-dev); without it PatternSet uses google-re2 (same answers).
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <re2/re2.h>
+#include <re2/set.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+struct MaskSet {
+    PyObject_HEAD
+    re2::RE2::Set* set;
+    std::vector<int>* hits;               // reused: the GIL is held throughout a match
+    std::vector<unsigned long long>* small;  // pattern -> owner bit, when every owner is < 64
+    PyObject* bits;                       // tuple: pattern -> owner bit (a Python int), otherwise
+};
+
+void MaskSet_dealloc(MaskSet* self) {
+    delete self->set;
+    delete self->hits;
+    delete self->small;
+    Py_XDECREF(self->bits);
+    Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
+}
+
+PyObject* MaskSet_mask(MaskSet* self, PyObject* text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "mask() takes a str");
+        return nullptr;
+    }
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(text, &size);  // ASCII: the str's own bytes
+    PyObject* encoded = nullptr;
+    if (data == nullptr) {  // lone surrogates: the same bytes as text.encode("utf-8", "surrogatepass")
+        PyErr_Clear();
+        encoded = PyUnicode_AsEncodedString(text, "utf-8", "surrogatepass");
+        if (encoded == nullptr) {
+            return nullptr;
+        }
+        data = PyBytes_AS_STRING(encoded);
+        size = PyBytes_GET_SIZE(encoded);
+    }
+    std::vector<int>& hits = *self->hits;
+    hits.clear();
+    re2::RE2::Set::ErrorInfo error;
+    error.kind = re2::RE2::Set::kNoError;
+    bool matched = self->set->Match(re2::StringPiece(data, static_cast<size_t>(size)), &hits, &error);
+    Py_XDECREF(encoded);
+    if (!matched) {
+        if (error.kind != re2::RE2::Set::kNoError) {
+            // Out of memory in RE2's DFA: say so rather than answer "no rule matches".
+            PyErr_Format(PyExc_RuntimeError, "RE2 set match failed (error %d)", static_cast<int>(error.kind));
+            return nullptr;
+        }
+        return PyLong_FromLong(0);
+    }
+    if (self->small != nullptr) {
+        unsigned long long found = 0;
+        for (int i : hits) {
+            found |= (*self->small)[static_cast<size_t>(i)];
+        }
+        return PyLong_FromUnsignedLongLong(found);
+    }
+    PyObject* found = PyLong_FromLong(0);
+    for (int i : hits) {
+        if (found == nullptr) {
+            return nullptr;
+        }
+        PyObject* next = PyNumber_Or(found, PyTuple_GET_ITEM(self->bits, i));
+        Py_DECREF(found);
+        found = next;
+    }
+    return found;
+}
+
+PyMethodDef MaskSet_methods[] = {
+    {"mask", reinterpret_cast<PyCFunction>(MaskSet_mask), METH_O,
+     "mask(text) -> int: the owners of the patterns text matches, as a bit set (bit i: owner i)."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyTypeObject MaskSetType = {
+    PyVarObject_HEAD_INIT(nullptr, 0)
+    "mcpwall.policy._re2set.MaskSet",  // tp_name
+    sizeof(MaskSet),                   // tp_basicsize
+};
+
+// compile_set(patterns, owners, max_mem) -> MaskSet; ValueError names a pattern RE2 refuses.
+PyObject* compile_set(PyObject*, PyObject* args) {
+    PyObject* patterns = nullptr;
+    PyObject* owners = nullptr;
+    long long max_mem = 0;
+    if (!PyArg_ParseTuple(args, "O!O!L", &PyTuple_Type, &patterns, &PyTuple_Type, &owners, &max_mem)) {
+        return nullptr;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(patterns);
+    if (PyTuple_GET_SIZE(owners) != n) {
+        PyErr_SetString(PyExc_ValueError, "patterns and owners differ in length");
+        return nullptr;
+    }
+    re2::RE2::Options options;
+    options.set_max_mem(max_mem);
+    options.set_log_errors(false);
+    auto* set = new re2::RE2::Set(options, re2::RE2::UNANCHORED);
+    std::vector<unsigned long long> small(static_cast<size_t>(n));
+    bool all_small = true;
+    PyObject* bits = PyTuple_New(n);
+    if (bits == nullptr) {
+        delete set;
+        return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        Py_ssize_t size = 0;
+        const char* source = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(patterns, i), &size);
+        long owner = PyLong_AsLong(PyTuple_GET_ITEM(owners, i));
+        if (source == nullptr || (owner == -1 && PyErr_Occurred()) || owner < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "owners must be non-negative ints");
+            }
+            delete set;
+            Py_DECREF(bits);
+            return nullptr;
+        }
+        std::string error;
+        if (set->Add(re2::StringPiece(source, static_cast<size_t>(size)), &error) != static_cast<int>(i)) {
+            PyErr_Format(PyExc_ValueError, "RE2 refuses %R: %s", PyTuple_GET_ITEM(patterns, i), error.c_str());
+            delete set;
+            Py_DECREF(bits);
+            return nullptr;
+        }
+        PyObject* one = PyLong_FromLong(1);
+        PyObject* shift = PyLong_FromLong(owner);
+        PyObject* bit = (one && shift) ? PyNumber_Lshift(one, shift) : nullptr;
+        Py_XDECREF(one);
+        Py_XDECREF(shift);
+        if (bit == nullptr) {
+            delete set;
+            Py_DECREF(bits);
+            return nullptr;
+        }
+        PyTuple_SET_ITEM(bits, i, bit);
+        if (owner < 64) {
+            small[static_cast<size_t>(i)] = 1ULL << owner;
+        } else {
+            all_small = false;
+        }
+    }
+    if (n == 0 || !set->Compile()) {
+        delete set;
+        Py_DECREF(bits);
+        PyErr_SetString(PyExc_ValueError, n == 0 ? "no patterns" : "RE2 could not compile the set (max_mem?)");
+        return nullptr;
+    }
+    MaskSet* self = PyObject_New(MaskSet, &MaskSetType);
+    if (self == nullptr) {
+        delete set;
+        Py_DECREF(bits);
+        return nullptr;
+    }
+    self->set = set;
+    self->hits = new std::vector<int>();
+    self->small = all_small ? new std::vector<unsigned long long>(std::move(small)) : nullptr;
+    self->bits = bits;
+    return reinterpret_cast<PyObject*>(self);
+}
+
+PyMethodDef module_methods[] = {
+    {"compile_set", compile_set, METH_VARARGS,
+     "compile_set(patterns: tuple[str, ...], owners: tuple[int, ...], max_mem: int) -> MaskSet"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "mcpwall.policy._re2set", "RE2::Set for the policy fast path.", -1, module_methods,
+};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__re2set(void) {
+    MaskSetType.tp_dealloc = reinterpret_cast<destructor>(MaskSet_dealloc);
+    MaskSetType.tp_flags = Py_TPFLAGS_DEFAULT;
+    MaskSetType.tp_doc = "A compiled RE2::Set; mask(text) answers which owners' patterns match.";
+    MaskSetType.tp_methods = MaskSet_methods;
+    if (PyType_Ready(&MaskSetType) < 0) {
+        return nullptr;
+    }
+    PyObject* module = PyModule_Create(&module_def);
+    if (module == nullptr) {
+        return nullptr;
+    }
+    Py_INCREF(&MaskSetType);
+    if (PyModule_AddObject(module, "MaskSet", reinterpret_cast<PyObject*>(&MaskSetType)) < 0) {
+        Py_DECREF(&MaskSetType);
+        Py_DECREF(module);
+        return nullptr;
+    }
+    return module;
+}
