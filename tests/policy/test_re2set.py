@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcpwall.policy import PolicyEngine, _match
 from mcpwall.policy._match import PatternSet, native_sets
@@ -88,3 +90,20 @@ def test_a_pattern_the_systems_re2_refuses_falls_back_to_google_re2(monkeypatch:
     assert ps.mask("/ETC/x") == 1
     assert ps.mask("my secret") == 8
     assert ps.mask("/workspace") == 0
+
+
+_FRAGMENTS = ["/etc", "/root/", "rm -rf /", "password", "..", "/", "\\", "127.0.0.1", "http://", "%00", "\x00",
+              "\n", "bash -c ", "sudo ", "${jndi:", "' or 1=1", "C:\\Windows", "~/.ssh", ".pem", "/workspace/"]
+
+
+@needs_binding
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.text(st.characters(blacklist_categories=()), max_size=8)),
+                max_size=12))
+def test_any_text_gets_google_re2s_answer(parts: list[str]) -> None:
+    # Any code point, lone surrogates included, mixed with pieces of the default policy's patterns.
+    text = "".join(parts)
+    assert _DEFAULT_SETS[0].mask(text) == _DEFAULT_SETS[1].mask(text)
+
+
+_DEFAULT_SETS = _sets(PolicyEngine.from_template("default").compiled)
