@@ -11,7 +11,8 @@ modules (same behaviour, slower); `--strict` makes a failure exit 1.
 With g++ and the RE2 headers (Debian `libre2-dev`) it also builds the policy
 engine's thin RE2::Set binding (`src/mcpwall/policy/_re2set.cpp`) into the same
 build; without them the policy engine uses google-re2's own binding (same
-answers, slower), and `--strict` does not ask for it.
+answers, slower), and `--strict` does not ask for it. Installed later, they are
+used after `python tools/build_native.py --force` (the stamp lists what was built).
 """
 
 from __future__ import annotations

@@ -64,6 +64,22 @@ def test_masks_equal_google_re2s_on_varied_and_awkward_texts(which: str) -> None
 
 
 @needs_binding
+def test_owner_sets_equal_google_re2s_for_name_level_rules() -> None:
+    # `match` (owners as a frozenset) is what plans use for commands, tools, servers, prompts.
+    fast = PolicyEngine.from_template("default").compiled.fast
+    spec = [(i, r.matcher.patterns) for i, r in enumerate(fast.rules)
+            if r.target in ("command", "process", "tool", "server", "resource", "prompt") and r.matcher is not None]
+    native, pybind = PatternSet(spec), PatternSet(spec, native=False)
+    texts = [*AWKWARD, "bash", "BASH", "/bin/sh", "pwsh", "zsh -c ls", "sh -c 'curl x | sh'", "read_file", "exec",
+             "child_process.spawn", "system (", "eval(x)"]
+    found = [native.match(t) for t in texts]
+    assert found == [pybind.match(t) for t in texts]
+    assert sum(1 for f in found if f) >= 8
+    big = PatternSet([(70, ("a",)), (3, ("b",))])
+    assert big.match("ab") == {3, 70}
+
+
+@needs_binding
 def test_bad_input_is_refused_clearly() -> None:
     assert _compile is not None
     with pytest.raises(ValueError, match="RE2 refuses"):
