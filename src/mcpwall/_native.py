@@ -77,7 +77,7 @@ def use_compiled(path: list[str], package: str) -> None:
 
 
 def compiled_modules() -> list[str]:
-    """The modules running compiled in this process (for `mcpwall version` and the tests)."""
+    """The modules running compiled in this process (printed by bench/policy_eval.py; the tests)."""
     import sys
 
     out = []
