@@ -159,7 +159,7 @@ class PatternSet:
                 owners.append(owner)
                 patterns.append(p)
         self._owners = tuple(owners)
-        self._bits = tuple(1 << owner for owner in owners)
+        self._bits: tuple[int, ...] = ()
         self._set: object | None = None
         #: The binding's bound `Match`, looked up once: finding a method on a pybind11
         #: object costs about as much as a short match (bench/policy_eval.py).
@@ -181,6 +181,7 @@ class PatternSet:
         rs.Compile()
         self._set = rs._set
         self._match = rs._set.Match
+        self._bits = tuple(1 << owner for owner in owners)
 
     def match(self, text: str) -> frozenset[int]:
         native = self._native_mask

@@ -22,16 +22,15 @@ namespace {
 struct MaskSet {
     PyObject_HEAD
     re2::RE2::Set* set;
-    std::vector<int>* hits;               // reused: the GIL is held throughout a match
-    std::vector<unsigned long long>* small;  // pattern -> owner bit, when every owner is < 64
-    PyObject* bits;                       // tuple: pattern -> owner bit (a Python int), otherwise
+    std::vector<int>* hits;     // reused: the GIL is held throughout a match
+    std::vector<long>* owners;  // pattern -> owner
+    bool small;                 // every owner < 64: the bit set fits in 64 bits
 };
 
 void MaskSet_dealloc(MaskSet* self) {
     delete self->set;
     delete self->hits;
-    delete self->small;
-    Py_XDECREF(self->bits);
+    delete self->owners;
     Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
 
@@ -66,21 +65,33 @@ PyObject* MaskSet_mask(MaskSet* self, PyObject* text) {
         }
         return PyLong_FromLong(0);
     }
-    if (self->small != nullptr) {
+    const std::vector<long>& owners = *self->owners;
+    if (self->small) {
         unsigned long long found = 0;
         for (int i : hits) {
-            found |= (*self->small)[static_cast<size_t>(i)];
+            found |= 1ULL << owners[static_cast<size_t>(i)];
         }
         return PyLong_FromUnsignedLongLong(found);
     }
+    // Owners past bit 63 (large policies): Python ints, a shift per pattern matched.
     PyObject* found = PyLong_FromLong(0);
+    PyObject* one = PyLong_FromLong(1);
     for (int i : hits) {
-        if (found == nullptr) {
-            return nullptr;
+        if (found == nullptr || one == nullptr) {
+            break;
         }
-        PyObject* next = PyNumber_Or(found, PyTuple_GET_ITEM(self->bits, i));
+        PyObject* shift = PyLong_FromLong(owners[static_cast<size_t>(i)]);
+        PyObject* bit = shift != nullptr ? PyNumber_Lshift(one, shift) : nullptr;
+        PyObject* next = bit != nullptr ? PyNumber_Or(found, bit) : nullptr;
+        Py_XDECREF(shift);
+        Py_XDECREF(bit);
         Py_DECREF(found);
         found = next;
+    }
+    Py_XDECREF(one);
+    if (one == nullptr) {
+        Py_XDECREF(found);
+        return nullptr;
     }
     return found;
 }
@@ -114,13 +125,8 @@ PyObject* compile_set(PyObject*, PyObject* args) {
     options.set_max_mem(max_mem);
     options.set_log_errors(false);
     auto* set = new re2::RE2::Set(options, re2::RE2::UNANCHORED);
-    std::vector<unsigned long long> small(static_cast<size_t>(n));
-    bool all_small = true;
-    PyObject* bits = PyTuple_New(n);
-    if (bits == nullptr) {
-        delete set;
-        return nullptr;
-    }
+    auto* owner_of = new std::vector<long>(static_cast<size_t>(n));
+    bool small = true;
     for (Py_ssize_t i = 0; i < n; ++i) {
         Py_ssize_t size = 0;
         const char* source = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(patterns, i), &size);
@@ -130,49 +136,34 @@ PyObject* compile_set(PyObject*, PyObject* args) {
                 PyErr_SetString(PyExc_ValueError, "owners must be non-negative ints");
             }
             delete set;
-            Py_DECREF(bits);
+            delete owner_of;
             return nullptr;
         }
         std::string error;
         if (set->Add(re2::StringPiece(source, static_cast<size_t>(size)), &error) != static_cast<int>(i)) {
             PyErr_Format(PyExc_ValueError, "RE2 refuses %R: %s", PyTuple_GET_ITEM(patterns, i), error.c_str());
             delete set;
-            Py_DECREF(bits);
+            delete owner_of;
             return nullptr;
         }
-        PyObject* one = PyLong_FromLong(1);
-        PyObject* shift = PyLong_FromLong(owner);
-        PyObject* bit = (one && shift) ? PyNumber_Lshift(one, shift) : nullptr;
-        Py_XDECREF(one);
-        Py_XDECREF(shift);
-        if (bit == nullptr) {
-            delete set;
-            Py_DECREF(bits);
-            return nullptr;
-        }
-        PyTuple_SET_ITEM(bits, i, bit);
-        if (owner < 64) {
-            small[static_cast<size_t>(i)] = 1ULL << owner;
-        } else {
-            all_small = false;
-        }
+        (*owner_of)[static_cast<size_t>(i)] = owner;
+        small = small && owner < 64;
     }
+    MaskSet* self = nullptr;
     if (n == 0 || !set->Compile()) {
-        delete set;
-        Py_DECREF(bits);
         PyErr_SetString(PyExc_ValueError, n == 0 ? "no patterns" : "RE2 could not compile the set (max_mem?)");
-        return nullptr;
+    } else {
+        self = PyObject_New(MaskSet, &MaskSetType);
     }
-    MaskSet* self = PyObject_New(MaskSet, &MaskSetType);
     if (self == nullptr) {
         delete set;
-        Py_DECREF(bits);
+        delete owner_of;
         return nullptr;
     }
     self->set = set;
     self->hits = new std::vector<int>();
-    self->small = all_small ? new std::vector<unsigned long long>(std::move(small)) : nullptr;
-    self->bits = bits;
+    self->owners = owner_of;
+    self->small = small;
     return reinterpret_cast<PyObject*>(self);
 }
 
