@@ -15,9 +15,10 @@ MCPWALL_RUN_HOME ?= $(HOME)/.mcpwall
 
 setup: $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP) native
 
-# The policy engine's hot path compiled with mypyc (src/mcpwall/_native.py), and its RE2::Set
-# binding where g++ and libre2-dev are; a no-op when the build matches the sources, and
-# without a C compiler the modules run as Python.
+# The policy engine's hot path compiled with mypyc (src/mcpwall/_native.py), its RE2::Set
+# binding where g++ and libre2-dev are, and the ledger's C writer where libsqlite3-dev and
+# libssl-dev are; a no-op when the build matches the sources, and without a C compiler the
+# modules run as Python.
 native: $(PY_STAMP)
 	$(BIN)/python tools/build_native.py
 

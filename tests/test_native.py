@@ -120,5 +120,26 @@ def test_pure_mode_ignores_a_current_build(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("MCPWALL_PURE", "0")
     _native.use_compiled(path, "mcpwall.policy")
     assert path == [str(_native.BUILD / "mcpwall.policy")]
-    _native.use_compiled(path, "mcpwall.ledger")  # nothing of it is compiled
+    _native.use_compiled(path, "mcpwall.proxy")  # nothing of it is compiled
     assert path == [str(_native.BUILD / "mcpwall.policy")]
+
+
+def _ledger_headers() -> bool:
+    return shutil.which("gcc") is not None and all(
+        any(Path(d, *h.split("/")).exists() for d in ("/usr/include", "/usr/local/include"))
+        for h in ("sqlite3.h", "openssl/evp.h"))
+
+
+def test_the_ledgers_c_writer_is_built_and_used_where_its_headers_are() -> None:
+    if not _ledger_headers():
+        pytest.skip("no SQLite or OpenSSL headers here: the ledger writes through Python")
+    assert _native.build_valid(), "the native build is missing or stale: run `make native`"
+    stamp = json.loads(_native.STAMP.read_text(encoding="utf-8"))
+    assert {"mcpwall.ledger._bulk", "mcpwall.ledger._rows"} <= set(stamp["extensions"])
+    probe = ("from mcpwall.ledger import _event, _sqlite; from pathlib import Path; "
+             "print(_event._NATIVE is not None, _sqlite._BULK is not None, "
+             "_sqlite.SqliteBackend(Path('x')).inserts_without_gil)")
+    for pure, expected in (("0", "True True True"), ("1", "False False False")):
+        done = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "MCPWALL_PURE": pure}, cwd=ROOT,
+                              capture_output=True, text=True, timeout=60, check=True)
+        assert done.stdout.strip() == expected, (pure, done.stdout, done.stderr)

@@ -8,11 +8,13 @@ Needs mypy (its mypyc), setuptools and a C compiler. A failed build leaves no
 build behind, prints why and exits 0, so `make` goes on with the pure-Python
 modules (same behaviour, slower); `--strict` makes a failure exit 1.
 
-With g++ and the RE2 headers (Debian `libre2-dev`) it also builds the policy
-engine's thin RE2::Set binding (`src/mcpwall/policy/_re2set.cpp`) into the same
-build; without them the policy engine uses google-re2's own binding (same
-answers, slower), and `--strict` does not ask for it. Installed later, they are
-used after `python tools/build_native.py --force` (the stamp lists what was built).
+It also builds, into the same build, the C and C++ extensions of
+`_native.EXTENSIONS` whose compiler and headers are there: the policy engine's
+thin RE2::Set binding (`src/mcpwall/policy/_re2set.cpp`; g++, Debian
+`libre2-dev`) and the ledger's GIL-free batch writer (`src/mcpwall/ledger/_bulk.c`;
+`libsqlite3-dev`, `libssl-dev`). Each is optional: without it that code takes its slower path
+with the same results, and `--strict` does not ask for it. Headers installed later
+are used after `python tools/build_native.py --force` (the stamp lists what was built).
 """
 
 from __future__ import annotations
@@ -43,16 +45,25 @@ setup(name="mcpwall-native", ext_modules=mypycify(paths, group_name={group!r}, t
       script_args=["-q", "build_ext", "--build-lib", "out", "--build-temp", "tmp"])
 """
 
-EXTENSIONS = {"mcpwall.policy._re2set": "mcpwall/policy/_re2set.cpp"}
+#: How each of `_native.EXTENSIONS` is built: (libraries, extra compiler flags, what it needs, what happens
+#: without it).
+EXT_BUILD = {
+    "mcpwall.policy._re2set": ("re2", ["-std=c++17", "-O2"], "g++ and libre2-dev",
+                               "the policy engine uses google-re2's binding (same answers, slower)"),
+    "mcpwall.ledger._bulk": ("sqlite3,crypto", ["-O2"], "gcc, libsqlite3-dev and libssl-dev",
+                             "the ledger writes through Python's sqlite3 (same rows, slower)"),
+    "mcpwall.ledger._rows": ("crypto", ["-O2"], "gcc and libssl-dev",
+                             "the ledger builds its rows in Python (same rows, slower)"),
+}
 
 EXT_SETUP = """
 import sys
 from setuptools import Extension, setup
 
-name, source, build_temp = sys.argv[1:4]
+name, source, libraries, build_temp, *flags = sys.argv[1:]
 sys.argv = sys.argv[:1]
-setup(name="mcpwall-native-ext", ext_modules=[Extension(name, [source], libraries=["re2"], language="c++",
-                                                        extra_compile_args=["-std=c++17", "-O2"])],
+setup(name="mcpwall-native-ext", ext_modules=[Extension(name, [source], libraries=libraries.split(","),
+                                                        extra_compile_args=flags)],
       script_args=["-q", "build_ext", "--build-lib", "out", "--build-temp", build_temp])
 """
 
@@ -90,7 +101,7 @@ def build() -> None:
         built = _extensions(work, env)
         staged = work / "staged"
         out = work / "out"
-        for package in ("mcpwall", *_native.MODULES):
+        for package in ("mcpwall", *_native.packages()):
             target = staged / package
             target.mkdir(parents=True)
             for so in (out / Path(*package.split("."))).glob("*.so"):
@@ -104,18 +115,19 @@ def build() -> None:
 
 
 def _extensions(work: Path, env: dict[str, str]) -> list[str]:
-    """Build the optional C++ extensions into `work/out`; the names of those that built."""
+    """Build the optional C and C++ extensions into `work/out`; the names of those that built."""
     (work / "setup_ext.py").write_text(EXT_SETUP, encoding="utf-8")
     built = []
-    for name, source in EXTENSIONS.items():
-        run = subprocess.run([sys.executable, "setup_ext.py", name, source, f"tmp-{name}"], cwd=work, env=env,
-                             capture_output=True, text=True)
+    for name, source in _native.EXTENSIONS.items():
+        libraries, flags, needs, without = EXT_BUILD[name]
+        run = subprocess.run([sys.executable, "setup_ext.py", name, f"mcpwall/{source}", libraries, f"tmp-{name}",
+                              *flags], cwd=work, env=env, capture_output=True, text=True)
         if run.returncode == 0:
             built.append(name)
             continue
         why = [line for line in (run.stderr or run.stdout).splitlines() if "error" in line.lower()][:3]
-        print(f"native build: {name} not built (needs g++ and libre2-dev): " + (" | ".join(why) or "failed")
-              + "; the policy engine uses google-re2's binding (same answers, slower)", file=sys.stderr)
+        print(f"native build: {name} not built (needs {needs}): " + (" | ".join(why) or "failed")
+              + f"; {without}", file=sys.stderr)
     return built
 
 

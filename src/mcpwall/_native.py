@@ -19,6 +19,7 @@ for newer code.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -32,6 +33,13 @@ from pathlib import Path
 #: whatever a client sent.
 MODULES: dict[str, tuple[str, ...]] = {
     "mcpwall.policy": ("_plan", "_evaluate", "_facts", "_match", "_compile", "_decision"),
+}
+#: C and C++ extensions built next to them when their compiler and headers are there (module -> source
+#: under src/mcpwall); each is optional: without it the code that uses it takes its Python path.
+EXTENSIONS: dict[str, str] = {
+    "mcpwall.policy._re2set": "policy/_re2set.cpp",  # RE2::Set without pybind11 (needs g++, libre2-dev)
+    "mcpwall.ledger._bulk": "ledger/_bulk.c",  # SQLite batches without the GIL (needs libsqlite3-dev)
+    "mcpwall.ledger._rows": "ledger/_rows.c",  # the ledger's build_row for the usual event (needs libssl-dev)
 }
 SRC = Path(__file__).resolve().parent
 BUILD = SRC / "_native_build"
@@ -48,10 +56,18 @@ def source_hashes() -> dict[str, str]:
     out = {}
     for package in MODULES:
         folder = SRC.parent / Path(*package.split("."))
-        for path in sorted([*folder.glob("*.py"), *folder.glob("*.cpp")]):
-            name = f"{package}.{path.stem}" if path.suffix == ".py" else f"{package}.{path.name}"
-            out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.glob("*.py")):
+            out[f"{package}.{path.stem}"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    for module, source in EXTENSIONS.items():
+        path = SRC / source
+        with contextlib.suppress(OSError):
+            out[f"{module.rpartition('.')[0]}.{path.name}"] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+def packages() -> list[str]:
+    """The packages whose `__path__` a build extends: those with compiled modules or extensions."""
+    return sorted({*MODULES, *(m.rpartition(".")[0] for m in EXTENSIONS)})
 
 
 def build_valid() -> bool:
@@ -72,7 +88,7 @@ def enabled() -> bool:
 
 def use_compiled(path: list[str], package: str) -> None:
     """Put the compiled modules of `package` ahead of its sources when the build is current."""
-    if (package in MODULES or package == "mcpwall") and enabled():
+    if (package in packages() or package == "mcpwall") and enabled():
         path.insert(0, str(BUILD / package))
 
 
@@ -89,5 +105,5 @@ def compiled_modules() -> list[str]:
     return out
 
 
-__all__ = ["BUILD", "GROUP", "MODULES", "STAMP", "build_valid", "compiled_modules", "enabled", "source_hashes",
-           "use_compiled"]
+__all__ = ["BUILD", "EXTENSIONS", "GROUP", "MODULES", "STAMP", "build_valid", "compiled_modules", "enabled", "packages",
+           "source_hashes", "use_compiled"]

@@ -9,7 +9,12 @@ The gateway's ledger stage (`mcpwall.stages.audit`) submits one `Event` per
 request; a writer thread commits them in batches, HMAC-chained.
 """
 
+# ruff: noqa: E402  (the submodules are imported after `use_compiled` has chosen where from)
 from __future__ import annotations
+
+from mcpwall._native import use_compiled as _use_compiled
+
+_use_compiled(__path__, __name__)  # the GIL-free batch writer `_bulk` when built: see mcpwall._native
 
 from mcpwall.ledger._backend import LedgerLocation, parse_url
 from mcpwall.ledger._chain import KEY_ENV, checkpoint_path, key_path, load_key

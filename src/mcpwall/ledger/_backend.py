@@ -29,6 +29,9 @@ class Connection(Protocol):
     def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         """Run one statement for many parameter rows."""
 
+    def write_and_commit(self, steps: Sequence[tuple[str, Sequence[Params]]]) -> None:
+        """`executemany` each (statement, rows) in order, then commit."""
+
     def begin_write(self) -> None:
         """Start a transaction that holds the ledger's write lock until commit or rollback."""
 
@@ -50,6 +53,9 @@ class Backend(Protocol):
 
     #: "sqlite" or "postgresql"
     name: str
+    #: Whether a writer connection's `executemany` runs without the GIL, so the ledger's
+    #: writer can build the next batch while this one is inserted (see `Writer`).
+    inserts_without_gil: bool
 
     def connect(self, *, writer: bool = False) -> Connection:
         """A new connection; raises LedgerUnavailable when the database cannot be reached."""

@@ -11,8 +11,9 @@ rejected before the policy stage), only the argument *names* are kept.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -284,7 +285,17 @@ def _request_body(method: str, params: Mapping[str, Any], args: Mapping[str, Any
 
 
 def build_row(event: Event, options: BuildOptions, replica: str, names: BodyNames) -> BuiltRow:
-    """Serialise one event (on the writer thread)."""
+    """Serialise one event (on the writer thread): in C for the usual event (`_rows.c`), else in Python."""
+    if _NATIVE is not None:
+        row: BuiltRow | None = _NATIVE(event, options.bodies, options.max_body_bytes, options.preview_chars, replica,
+                                       names)
+        if row is not None:
+            return row
+    return build_row_python(event, options, replica, names)
+
+
+def build_row_python(event: Event, options: BuildOptions, replica: str, names: BodyNames) -> BuiltRow:
+    """`build_row` in Python: the reference, and the way for every event `_rows.c` leaves to it."""
     decision_id = event.decision_id or os.urandom(16).hex()
     ts = iso(event.ts)
     params: Mapping[str, Any] = event.params if isinstance(event.params, Mapping) else {}
@@ -337,6 +348,10 @@ def build_row(event: Event, options: BuildOptions, replica: str, names: BodyName
         error_code, texts[15], int(e.bytes_in or 0), int(e.bytes_out or len(response_json)),
         request_body_id, response_body_id, texts[16],
     ]
+    return BuiltRow(event.table, values, decision_id, ts, dumps(values), bodies, _rule_rows(event))
+
+
+def _rule_rows(event: Event) -> list[tuple[int, str, str, str, str, str]]:
     rules = []
     infos = event.rules or {}
     for idx, rule_id in enumerate(event.rule_ids):
@@ -345,8 +360,25 @@ def build_row(event: Event, options: BuildOptions, replica: str, names: BodyName
             info = RuleInfo(event.enforced_action or event.decision, "builtin" if "." in rule_id else "unknown")
         rules.append((idx, clean(rule_id) or "", info.action, info.layer, dumps(list(info.compliance)).decode(),
                       dumps(list(info.owasp)).decode()))
-    return BuiltRow(event.table, values, decision_id, ts, dumps(values), bodies, rules)
+    return rules
 
 
-__all__ = ["BodyNames", "BuildOptions", "BuiltRow", "Event", "RuleInfo", "body_digest", "build_row", "clean", "dumps",
-           "iso"]
+def _native_build() -> Callable[..., BuiltRow | None] | None:
+    """`build_row` of `_rows.c` when it was built and is in use (see mcpwall._native), given this
+    module's helpers: it calls them for what it does not do itself, so both build the same rows."""
+    try:
+        module = importlib.import_module("mcpwall.ledger._rows")
+    except ImportError:
+        return None
+    module.configure({"orjson_dumps": orjson.dumps, "dumps": dumps, "default": _default, "option": _DUMP_OPTS,
+                      "BuiltRow": BuiltRow, "response_preview": _response_preview, "clean": clean,
+                      "rule_rows": _rule_rows, "note_skip": _NOTE_SKIP, "BodyNames": BodyNames})
+    build: Callable[..., BuiltRow | None] = module.build_row
+    return build
+
+
+_NATIVE = _native_build()
+
+
+__all__ = ["BodyNames", "BuildOptions", "BuiltRow", "Event", "RuleInfo", "body_digest", "build_row", "build_row_python",
+           "clean", "dumps", "iso"]

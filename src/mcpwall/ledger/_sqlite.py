@@ -4,16 +4,24 @@ Several processes may write the same file (each `mcpwall wrap` a desktop
 client starts is its own gateway): `BEGIN IMMEDIATE` takes SQLite's single
 write lock, so the chain head read at the start of a batch cannot move before
 the batch commits. `busy_timeout` makes a second writer wait instead of fail.
+
+The writer's connection is `_bulk.c`'s when it was built (tools/build_native.py):
+the same SQLite, but a batch's rows are bound and inserted without the GIL, so
+the writer thread builds the next batch meanwhile (see `Writer`). Everything
+else (readers, the CLI, migrations) uses Python's sqlite3.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import importlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from mcpwall.ledger._backend import Params
@@ -23,7 +31,12 @@ _TYPES = {"{SEQ}": "INTEGER PRIMARY KEY", "{BIGINT}": "INTEGER", "{REAL}": "REAL
 #: SQLite error texts that mean "cannot write now" rather than "this statement is wrong".
 _UNAVAILABLE = ("disk is full", "database is locked", "unable to open", "disk i/o error", "readonly",
                 "read-only", "database or disk is full", "no such file", "busy", "out of memory")
+#: Their primary result codes: BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN.
+_UNAVAILABLE_CODES = frozenset({5, 6, 7, 8, 10, 13, 14})
+_NOTADB = 26
 PAGE_SIZE = 4096
+#: SQLite's default wal_autocheckpoint, in pages
+_AUTOCHECKPOINT = 1000
 #: SQLite's default SQLITE_MAX_VARIABLE_NUMBER (3.32+) is 32766; stay below it.
 _MAX_VARIABLES = 30_000
 #: rows per INSERT: larger statements save little time and their cached plans cost memory
@@ -79,6 +92,16 @@ class SqliteConnection:
         except sqlite3.Error as exc:
             raise _translate(exc) from exc
 
+    def write_and_commit(self, steps: Sequence[tuple[str, Sequence[Params]]]) -> None:
+        for sql, rows in steps:
+            if rows:
+                self.executemany(sql, rows)
+        self.commit()
+
+    def autocheckpoint(self, pages: int) -> None:
+        """Copy the WAL back into the database once it holds `pages` pages (SQLite's default: 1,000)."""
+        self.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+
     def begin_write(self) -> None:
         self.execute("BEGIN IMMEDIATE")
 
@@ -101,14 +124,102 @@ class SqliteConnection:
             self._conn.close()
 
 
+def bulk_module() -> ModuleType | None:
+    """`mcpwall.ledger._bulk` when it was built, is in use (see mcpwall._native) and links the very
+    SQLite library sqlite3 uses: two copies of SQLite in one process would each keep their own
+    POSIX locks on the file, and closing a descriptor in one drops the other's locks."""
+    try:
+        module = importlib.import_module("mcpwall.ledger._bulk")
+        import _sqlite3
+
+        ours = ctypes.cast(ctypes.CDLL(module.__file__).sqlite3_libversion, ctypes.c_void_p).value
+        theirs = ctypes.cast(ctypes.CDLL(_sqlite3.__file__).sqlite3_libversion, ctypes.c_void_p).value
+    except (ImportError, OSError, AttributeError):
+        return None
+    return module if ours is not None and ours == theirs else None
+
+
+_BULK = bulk_module()
+
+
+class BulkConnection(SqliteConnection):
+    """The writer's connection through `_bulk.c`: `executemany` binds and steps every row without the GIL."""
+
+    def __init__(self, conn: Any, module: ModuleType) -> None:  # noqa: super().__init__ wants a sqlite3 one
+        self._raw = conn
+        self._module = module
+        self._errors: type[Exception] = module.Error
+
+    def execute(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        try:
+            rows: list[tuple[Any, ...]] = self._raw.execute(sql, tuple(params))
+        except self._errors as exc:
+            raise _translate_code(exc) from exc
+        return rows
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        try:
+            self._raw.executemany(sql, rows if isinstance(rows, list) else list(rows))
+        except self._errors as exc:
+            raise _translate_code(exc) from exc
+
+    def autocheckpoint(self, pages: int) -> None:
+        """As SQLite's, but the checkpoints run on a thread of their own (see _bulk.c); the writer
+        checkpoints itself only if that thread falls four times as far behind."""
+        self._raw.checkpoint_in_background(int(pages), int(pages) * 2)
+
+    def prepare_chain(self, built: Sequence[Any], table_index: dict[str, int], created: str,
+                      dumps: Callable[[Any], bytes]) -> Any:
+        """A batch's BuiltRows taken into C for `write_chain`. Does not touch the database: any thread
+        may call it while another writes (the writer thread builds and prepares the next batch)."""
+        return self._module.prepare_chain(built, table_index, created, dumps)
+
+    def write_chain(self, key: bytes, batch: Any, begin: str, head: str, tables: Sequence[tuple[str, str]],
+                    rule_insert: str, body_insert: str, update_head: str) -> tuple[int, str]:
+        """One prepared batch of the ledger, MACs and commit included, without the GIL (see _bulk.c)."""
+        try:
+            seq, mac = self._raw.write_chain(key, batch, begin, head, tables, rule_insert, body_insert, update_head)
+        except self._errors as exc:
+            raise _translate_code(exc) from exc
+        return int(seq), str(mac)
+
+    @property
+    def background_checkpoints(self) -> int | None:
+        """WAL checkpoints its background thread ran (None: that thread is not running)."""
+        runs: int | None = self._raw.background_checkpoints
+        return runs
+
+    def rollback(self) -> None:
+        with contextlib.suppress(self._errors):
+            if self._raw.in_transaction:
+                self._raw.execute("ROLLBACK")
+
+    def close(self) -> None:
+        with contextlib.suppress(self._errors, RuntimeError):
+            self._raw.close()
+
+
 class SqliteBackend:
     name = "sqlite"
 
     def __init__(self, path: Path, *, max_size_mb: float | None = None) -> None:
         self.path = path
         self.max_size_mb = max_size_mb
+        self.inserts_without_gil = _BULK is not None
+
+    def _pragmas(self) -> list[str]:
+        pragmas = ["PRAGMA busy_timeout = 10000", "PRAGMA journal_mode = WAL",
+                   # FULL: a commit survives power loss, not only a killed process. The writer may
+                   # relax this for batched durability (see `_ledger._relax`).
+                   "PRAGMA synchronous = FULL", "PRAGMA case_sensitive_like = ON"]
+        if self.max_size_mb is not None:
+            pages = max(16, int(self.max_size_mb * 1024 * 1024 / PAGE_SIZE))
+            pragmas.append(f"PRAGMA max_page_count = {pages}")
+        return pragmas
 
     def connect(self, *, writer: bool = False) -> SqliteConnection:
+        if writer and _BULK is not None:
+            return self._connect_bulk(_BULK)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             created = not self.path.exists()
@@ -116,15 +227,8 @@ class SqliteBackend:
             if created:
                 with contextlib.suppress(OSError):
                     os.chmod(self.path, 0o600)
-            conn.execute("PRAGMA busy_timeout = 10000")
-            conn.execute("PRAGMA journal_mode = WAL")
-            # FULL: a commit survives power loss, not only a killed process. The writer may
-            # relax this for batched durability (see `relax`).
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("PRAGMA case_sensitive_like = ON")
-            if self.max_size_mb is not None:
-                pages = max(16, int(self.max_size_mb * 1024 * 1024 / PAGE_SIZE))
-                conn.execute(f"PRAGMA max_page_count = {pages}")
+            for pragma in self._pragmas():
+                conn.execute(pragma)
         except sqlite3.DatabaseError as exc:
             if "not a database" in str(exc):
                 raise LedgerConfigError(f"{self.path} is not a SQLite database") from exc
@@ -132,6 +236,28 @@ class SqliteBackend:
         except (sqlite3.Error, OSError) as exc:
             raise LedgerUnavailable(f"cannot open the SQLite ledger {self.path}: {exc}") from exc
         return SqliteConnection(conn)
+
+    def _connect_bulk(self, bulk: ModuleType) -> BulkConnection:
+        raw = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            created = not self.path.exists()
+            raw = bulk.Connection(str(self.path), 10_000)
+            if created:
+                with contextlib.suppress(OSError):
+                    os.chmod(self.path, 0o600)
+            for pragma in self._pragmas():
+                raw.execute(pragma)
+            raw.checkpoint_in_background(_AUTOCHECKPOINT, _AUTOCHECKPOINT * 2)
+        except bulk.Error as exc:
+            if raw is not None:
+                raw.close()
+            if getattr(exc, "code", 0) & 0xFF == _NOTADB:
+                raise LedgerConfigError(f"{self.path} is not a SQLite database") from exc
+            raise LedgerUnavailable(f"cannot open the SQLite ledger {self.path}: {exc}") from exc
+        except OSError as exc:
+            raise LedgerUnavailable(f"cannot open the SQLite ledger {self.path}: {exc}") from exc
+        return BulkConnection(raw, bulk)
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -152,4 +278,14 @@ def _translate(exc: sqlite3.Error) -> LedgerError:
     return LedgerError(f"SQLite: {exc.__class__.__name__}: {text}")
 
 
-__all__ = ["PAGE_SIZE", "SqliteBackend", "SqliteConnection"]
+def _translate_code(exc: Exception) -> LedgerError:
+    """`_translate` for `_bulk.c`'s errors, which carry SQLite's result code instead of a class."""
+    text = str(exc)
+    code = getattr(exc, "code", None)
+    if isinstance(code, int) and (code & 0xFF in _UNAVAILABLE_CODES or any(s in text.lower() for s in _UNAVAILABLE)):
+        return LedgerUnavailable(f"SQLite: {text}")
+    kind = f"error {code & 0xFF}" if isinstance(code, int) else exc.__class__.__name__
+    return LedgerError(f"SQLite: {kind}: {text}")
+
+
+__all__ = ["PAGE_SIZE", "BulkConnection", "SqliteBackend", "SqliteConnection", "bulk_module"]

@@ -10,6 +10,13 @@ queue, in order, and are retried with backoff; meanwhile `healthy` is False,
 which is what makes enforce mode fail closed. A row the database refuses
 for what it contains (not for being unreachable) is written again without
 its bodies and arguments, so one bad row can never block the ledger.
+
+Where the backend inserts without the GIL (SQLite through `_bulk.c`), the
+thread builds the next batch while a second thread ("mcpwall-ledger-insert")
+commits this one: the two take the two halves of a row's cost (the Python of
+`build_row`, SQLite and the disk) at once. Batches still commit one at a time,
+in order; on a failure the batch built ahead goes back to the queue behind
+the one that failed.
 """
 
 from __future__ import annotations
@@ -22,15 +29,19 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from mcpwall.ledger._backend import Backend, Connection
 from mcpwall.ledger._chain import event_mac_json, rule_mac, write_checkpoint
 from mcpwall.ledger._errors import LedgerError, LedgerUnavailable
 from mcpwall.ledger._event import BodyNames, BuildOptions, BuiltRow, Event, build_row
 from mcpwall.ledger._schema import CHAINED, now_iso
+from mcpwall.ledger._sqlite import BulkConnection
 
 log = logging.getLogger("mcpwall.ledger")
 
@@ -39,10 +50,16 @@ _MARKS = ", ".join("?" for _ in range(len(CHAINED) + 3))
 _INSERT = {t: f"INSERT INTO {t} ({_COLS}) VALUES ({_MARKS})" for t in ("tool_calls", "protocol_events")}
 _INSERT_RULE = ("INSERT INTO security_rule_events (call_seq, idx, decision_id, ts, rule_id, action, layer, "
                 "compliance, owasp, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_HEAD = "SELECT seq, mac FROM ledger_head WHERE id = 1"
+_UPDATE_HEAD = "UPDATE ledger_head SET seq = ?, mac = ? WHERE id = 1"
+_TABLES = tuple((t, _INSERT[t]) for t in ("tool_calls", "protocol_events"))
+_TABLE_INDEX = {t: i for i, (t, _) in enumerate(_TABLES)}
 _INSERT_BODY = ("INSERT INTO event_body_blobs (id, size, stored, truncated, content, created) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING")
 
 Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+#: Rows taken into C at a time by the overlapped writer (see _build_prepared)
+_CHUNK = 256
 #: How many recently stored bodies a writer remembers, to refer to them instead of storing them again.
 _RECENT_BODIES = 2048
 
@@ -106,8 +123,11 @@ class Writer:
         self.degraded = 0
         self.batches = 0
         self.head_seq = 0
+        self.head_mac = ""
         #: SHA-256 -> id of bodies this writer committed lately, least recently used first
         self._stored: OrderedDict[str, str] = OrderedDict()
+        #: commits one batch while the writer thread builds the next (only if inserts_without_gil)
+        self._inserter: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ caller side
 
@@ -173,6 +193,9 @@ class Writer:
             self._thread = None
         if self._queue:
             log.error("ledger stopped with %d rows not written (%s)", len(self._queue), self.last_error)
+        if self._inserter is not None:
+            self._inserter.shutdown(wait=True)
+            self._inserter = None
         self._close()
 
     def write_now(self) -> None:
@@ -207,21 +230,70 @@ class Writer:
         return batch
 
     def _drain(self) -> None:
+        if self.backend.inserts_without_gil:
+            self._drain_overlapped()
+            return
         while self._queue:
-            batch = self._take()
-            try:
-                self._commit(batch)
-            except LedgerUnavailable as exc:
-                self._queue.extendleft(reversed(batch))
-                self._unavailable(str(exc), batch)
+            if not self._write_batch(self._take()):
                 return
-            except Exception as exc:
-                try:
-                    self._one_by_one(batch, exc)
-                except LedgerUnavailable as exc2:
-                    self._unavailable(str(exc2), batch)
+
+    def _write_batch(self, batch: list[_Item]) -> bool:
+        """Build and commit one batch on this thread; False if the database is unavailable (the batch is queued again)."""
+        try:
+            self._commit(batch)
+        except Exception as exc:
+            return self._failed(batch, exc)
+        self._recovered()
+        return True
+
+    def _failed(self, batch: list[_Item], exc: BaseException) -> bool:
+        """After `batch` failed to commit: queue it again if the database is unavailable (False),
+        else write its rows one by one, degrading those refused for what they hold."""
+        if isinstance(exc, LedgerUnavailable):
+            self._queue.extendleft(reversed(batch))
+            self._unavailable(str(exc), batch)
+            return False
+        try:
+            self._one_by_one(batch, exc)
+        except LedgerUnavailable as exc2:
+            self._unavailable(str(exc2), batch)
+            return False
+        self._recovered()
+        return True
+
+    def _drain_overlapped(self) -> None:
+        """`_drain`, building each batch while the one before it is inserted on the inserter thread."""
+        if self._inserter is None:
+            self._inserter = ThreadPoolExecutor(1, thread_name_prefix="mcpwall-ledger-insert")
+        inflight: tuple[list[_Item], BodyNames, Future[None]] | None = None
+        while self._queue or inflight is not None:
+            batch = self._take()
+            names = BodyNames(self._stored, time.time_ns() // 1000)
+            built: list[BuiltRow] | None = None
+            prepared: list[Any] | None = None
+            with contextlib.suppress(Exception):  # a row that cannot be built: the batch goes the serial way
+                built, prepared = self._build_prepared(batch, names)
+            if inflight is not None:
+                before, before_names, done = inflight
+                inflight = None
+                exc = done.exception()
+                if exc is None:
+                    self._remember(before_names.batch)
+                    self._advance_checkpoint()
+                    self._recovered()
+                else:
+                    # `batch` was taken after `before`: it goes back first, so `before` stays ahead of it.
+                    self._queue.extendleft(reversed(batch))
+                    if not self._failed(before, exc):
+                        return
+                    continue
+            if not batch:
+                continue
+            if built is None:
+                if not self._write_batch(batch):
                     return
-            self._recovered()
+                continue
+            inflight = (batch, names, self._inserter.submit(self._write_built, batch, built, prepared, False))
 
     def _one_by_one(self, batch: list[_Item], first: BaseException) -> None:
         log.error("ledger batch refused (%s); writing its %d rows one by one", first, len(batch))
@@ -274,38 +346,16 @@ class Writer:
         while len(stored) > _RECENT_BODIES:
             stored.popitem(last=False)
 
-    def _write_built(self, batch: list[_Item], built: list[BuiltRow]) -> None:
-        """Take the chain's lock, assign seqs and MACs, insert and commit one batch."""
+    def _write_built(self, batch: list[_Item], built: list[BuiltRow], prepared: list[Any] | None = None,
+                     checkpoint: bool = True) -> None:
+        """Take the chain's lock, assign seqs and MACs, insert and commit one batch; `checkpoint`: also
+        advance the checkpoint file (the overlapped writer does that on its own thread, see below)."""
         conn = self._connection()
         try:
-            conn.begin_write()
-            head = conn.execute("SELECT seq, mac FROM ledger_head WHERE id = 1")
-            seq, prev = int(head[0][0]), str(head[0][1])
-            rows: dict[str, list[tuple[Any, ...]]] = {"tool_calls": [], "protocol_events": []}
-            rules: list[tuple[Any, ...]] = []
-            bodies: dict[str, tuple[Any, ...]] = {}
-            created = now_iso()
-            for row in built:
-                seq += 1
-                mac = event_mac_json(self._key, row.table, seq, prev, row.values_json)
-                rows[row.table].append((seq, *row.values, prev, mac))
-                for idx, rule_id, action, layer, compliance, owasp in row.rules:
-                    values = (seq, idx, row.decision_id, row.ts, rule_id, action, layer, compliance, owasp)
-                    rules.append((*values, rule_mac(self._key, mac, values)))
-                for body in row.bodies:
-                    bodies.setdefault(body[0], (*body, created))
-                prev = mac
-            if bodies:
-                # In id order: the batch's ids share a prefix greater than every earlier one,
-                # so they are appended to the end of the index (see BodyNames).
-                conn.executemany(_INSERT_BODY, [bodies[k] for k in sorted(bodies)])
-            for table, table_rows in rows.items():
-                if table_rows:
-                    conn.executemany(_INSERT[table], table_rows)
-            if rules:
-                conn.executemany(_INSERT_RULE, rules)
-            conn.execute("UPDATE ledger_head SET seq = ?, mac = ? WHERE id = 1", (seq, prev))
-            conn.commit()
+            if isinstance(conn, BulkConnection):
+                seq, prev = self._write_native(conn, built, prepared)
+            else:
+                seq, prev = self._write_python(conn, built)
         except LedgerUnavailable:
             conn.rollback()
             self._close()
@@ -317,12 +367,65 @@ class Writer:
         self.written += len(batch)
         self.batches += 1
         self._last_activity = time.monotonic()
-        if self._checkpoint is not None:
+        self.head_mac = prev
+        if checkpoint:
+            self._advance_checkpoint()
+        self._finish(batch, None)
+
+    def _advance_checkpoint(self) -> None:
+        if self._checkpoint is not None and self.head_seq:
             try:
-                write_checkpoint(self._checkpoint, self._key, self._ledger_id, seq, prev)
+                write_checkpoint(self._checkpoint, self._key, self._ledger_id, self.head_seq, self.head_mac)
             except OSError as exc:
                 self._complain(f"cannot write the ledger checkpoint {self._checkpoint}: {exc}")
-        self._finish(batch, None)
+
+    def _write_python(self, conn: Connection, built: list[BuiltRow]) -> tuple[int, str]:
+        conn.begin_write()
+        head = conn.execute(_HEAD)
+        seq, prev = int(head[0][0]), str(head[0][1])
+        rows: dict[str, list[tuple[Any, ...]]] = {"tool_calls": [], "protocol_events": []}
+        rules: list[tuple[Any, ...]] = []
+        bodies: dict[str, tuple[Any, ...]] = {}
+        created = now_iso()
+        for row in built:
+            seq += 1
+            mac = event_mac_json(self._key, row.table, seq, prev, row.values_json)
+            rows[row.table].append((seq, *row.values, prev, mac))
+            for idx, rule_id, action, layer, compliance, owasp in row.rules:
+                values = (seq, idx, row.decision_id, row.ts, rule_id, action, layer, compliance, owasp)
+                rules.append((*values, rule_mac(self._key, mac, values)))
+            for body in row.bodies:
+                bodies.setdefault(body[0], (*body, created))
+            prev = mac
+        # Bodies in id order: the batch's ids share a prefix greater than every earlier one,
+        # so they are appended to the end of the index (see BodyNames).
+        conn.write_and_commit([(_INSERT_BODY, [bodies[k] for k in sorted(bodies)]),
+                               *((_INSERT[table], table_rows) for table, table_rows in rows.items()),
+                               (_INSERT_RULE, rules), (_UPDATE_HEAD, [(seq, prev)])])
+        return seq, prev
+
+    def _build_prepared(self, batch: list[_Item], names: BodyNames) -> tuple[list[BuiltRow], list[Any] | None]:
+        """Build a batch's rows and, for `_bulk.c`, take each few hundred of them into C while they are
+        still in the CPU's cache, on this thread (which holds the GIL anyway): the inserter thread
+        then needs the GIL only to start and to end. (built rows, prepared chunks or None)."""
+        conn = self._conn
+        if not isinstance(conn, BulkConnection):
+            return [build_row(item.event, self._build, self._replica, names) for item in batch], None
+        built: list[BuiltRow] = []
+        prepared = []
+        created = now_iso()
+        for start in range(0, len(batch), _CHUNK):
+            chunk = [build_row(item.event, self._build, self._replica, names) for item in batch[start:start + _CHUNK]]
+            built += chunk
+            prepared.append(conn.prepare_chain(chunk, _TABLE_INDEX, created, orjson.dumps))
+        return built, prepared
+
+    def _write_native(self, conn: BulkConnection, built: list[BuiltRow], prepared: list[Any] | None) -> tuple[int, str]:
+        """`_write_python` in one call of _bulk.c, which computes the same MACs (`_chain`) without the GIL."""
+        if prepared is None:
+            prepared = [conn.prepare_chain(built, _TABLE_INDEX, now_iso(), orjson.dumps)]
+        return conn.write_chain(self._key, prepared, "BEGIN IMMEDIATE", _HEAD, _TABLES, _INSERT_RULE, _INSERT_BODY,
+                                _UPDATE_HEAD)
 
     def _finish(self, batch: list[_Item], exc: BaseException | None) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
