@@ -53,7 +53,7 @@ def event(i: int) -> Event:
 def batched_rows_per_s(home: Path, url: str | None, rows: int, bodies: bool = True, per_commit: int = 0) -> float:
     """Rows/s of the batched writer; `per_commit` > 0 waits for each group of that many rows to be
     committed before submitting more (a gateway's steady state: ~50 rows per 50 ms flush at 1,000
-    calls/s), else everything is queued at once and the writer commits up to 5,000 rows at a time."""
+    calls/s), else everything is queued at once and the writer commits up to 2,000 rows at a time."""
     with open_ledger(home, url, options=LedgerOptions(durability="batched", bodies=bodies)) as ledger:
         ledger.start()
         events = [event(i) for i in range(rows)]

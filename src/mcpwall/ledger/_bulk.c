@@ -46,9 +46,26 @@ typedef struct {
     int stop;
     int threshold;      /* frames in the WAL that start a checkpoint */
     int limit;          /* frames at which the writer checkpoints itself (the checkpointer fell behind) */
+    int next_signal;    /* frames at which the hook wakes the thread again (written by the hook only) */
+    int last_frames;
     long long runs;     /* checkpoints run, for tests and benchmarks */
     int last_rc;
 } Checkpointer;
+
+/* write_chain's prepared statements and HMAC context, kept from one batch to the next: a gateway
+ * commits every 50 ms, and preparing ten statements and fetching HMAC each time cost more than
+ * inserting its few dozen rows. */
+#define CACHED_STATEMENTS 16
+
+typedef struct {
+    char *sql[CACHED_STATEMENTS];
+    sqlite3_stmt *stmt[CACHED_STATEMENTS];
+    int next; /* the slot replaced when all are taken */
+    EVP_MAC *algo;
+    EVP_MAC_CTX *mac;
+    unsigned char *key;
+    size_t key_n;
+} ChainCache;
 
 typedef struct {
     PyObject_HEAD
@@ -56,6 +73,7 @@ typedef struct {
     int busy; /* a call is running with the GIL released: refuse a second one */
     char *path;
     Checkpointer *ckpt;
+    ChainCache cache;
 } Conn;
 
 enum { V_NULL, V_INT, V_FLOAT, V_TEXT, V_BLOB };
@@ -448,11 +466,19 @@ static void *checkpoint_loop(void *arg) {
     return NULL;
 }
 
+/* After each commit, on the writer's thread. A checkpoint the thread finishes lets the writer's next
+ * transaction start the WAL over; one that loses that race leaves the frames in place, so the
+ * thread is woken again only every quarter threshold more (not after every commit: that ran a
+ * checkpoint and an fsync per commit of a busy gateway). */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames) {
     Checkpointer *c = arg;
+    if (frames < c->last_frames) c->next_signal = 0; /* the WAL started over */
+    c->last_frames = frames;
     if (frames >= c->limit) {
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-    } else if (frames >= c->threshold) {
+        c->next_signal = 0;
+    } else if (frames >= c->threshold && frames >= c->next_signal) {
+        c->next_signal = frames + (c->threshold + 3) / 4;
         pthread_mutex_lock(&c->lock);
         c->pending = 1;
         pthread_cond_signal(&c->wake);
@@ -567,8 +593,23 @@ static int Conn_init(Conn *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+static void cache_clear(ChainCache *cache) {
+    for (int i = 0; i < CACHED_STATEMENTS; i++) {
+        sqlite3_finalize(cache->stmt[i]);
+        free(cache->sql[i]);
+        cache->stmt[i] = NULL;
+        cache->sql[i] = NULL;
+    }
+    EVP_MAC_CTX_free(cache->mac);
+    EVP_MAC_free(cache->algo);
+    if (cache->key != NULL) OPENSSL_cleanse(cache->key, cache->key_n);
+    free(cache->key);
+    memset(cache, 0, sizeof *cache);
+}
+
 static void close_db(Conn *self) {
     Py_BEGIN_ALLOW_THREADS
+    cache_clear(&self->cache);
     checkpointer_stop(self);
     if (self->db != NULL) sqlite3_close_v2(self->db); /* rolls back an open transaction */
     Py_END_ALLOW_THREADS
@@ -861,12 +902,31 @@ fail:
     return NULL;
 }
 
+/* Bytes every body id of the batch being sorted starts with (its BodyNames prefix): skipped by the
+ * comparison. Set before qsort, without the GIL, by the one thread that runs a write_chain at a time
+ * per connection; thread-local because two connections may sort at once. */
+static _Thread_local Py_ssize_t common_prefix;
+
 static int compare_body_ids(const void *a, const void *b) {
     const Val *x = *(const Val *const *)a, *y = *(const Val *const *)b;
     if (x->type != V_TEXT || y->type != V_TEXT) return (x->type > y->type) - (x->type < y->type);
     Py_ssize_t n = x->v.s.n < y->v.s.n ? x->v.s.n : y->v.s.n;
-    int c = memcmp(x->v.s.p, y->v.s.p, (size_t)n);
+    Py_ssize_t skip = common_prefix < n ? common_prefix : n;
+    int c = memcmp(x->v.s.p + skip, y->v.s.p + skip, (size_t)(n - skip));
     return c ? c : (x->v.s.n > y->v.s.n) - (x->v.s.n < y->v.s.n);
+}
+
+/* The length of the prefix all of `ids` (text values) share. */
+static Py_ssize_t shared_prefix(Val **ids, Py_ssize_t n) {
+    if (n == 0 || ids[0]->type != V_TEXT) return 0;
+    Py_ssize_t len = ids[0]->v.s.n;
+    for (Py_ssize_t i = 1; i < n && len > 0; i++) {
+        if (ids[i]->type != V_TEXT) return 0;
+        Py_ssize_t k = 0, m = ids[i]->v.s.n < len ? ids[i]->v.s.n : len;
+        while (k < m && ids[i]->v.s.p[k] == ids[0]->v.s.p[k]) k++;
+        len = k;
+    }
+    return len;
 }
 
 typedef struct {
@@ -908,6 +968,7 @@ typedef struct {
     const unsigned char *key;
     size_t key_n;
     ChainBatch **batches; /* in order; a rule's event index is within its own batch */
+    ChainCache *cache;
     Py_ssize_t n_batches;
     /* out */
     sqlite3_int64 seq;
@@ -915,23 +976,69 @@ typedef struct {
     const char *error; /* a failure that is not SQLite's */
 } ChainJob;
 
-static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **out) {
-    return sqlite3_prepare_v2(db, sql, -1, out, NULL);
+/* The statement for `sql`, prepared once per connection (without the GIL; the caller resets it). */
+static int prep(ChainCache *cache, sqlite3 *db, const char *sql, sqlite3_stmt **out) {
+    for (int i = 0; i < CACHED_STATEMENTS; i++) {
+        if (cache->sql[i] != NULL && strcmp(cache->sql[i], sql) == 0) {
+            *out = cache->stmt[i];
+            return SQLITE_OK;
+        }
+    }
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL);
+    char *copy = rc == SQLITE_OK ? strdup(sql) : NULL;
+    if (rc != SQLITE_OK || copy == NULL) {
+        sqlite3_finalize(stmt);
+        return rc != SQLITE_OK ? rc : SQLITE_NOMEM;
+    }
+    int slot = cache->next;
+    cache->next = (cache->next + 1) % CACHED_STATEMENTS;
+    sqlite3_finalize(cache->stmt[slot]);
+    free(cache->sql[slot]);
+    cache->sql[slot] = copy;
+    cache->stmt[slot] = stmt;
+    *out = stmt;
+    return SQLITE_OK;
+}
+
+/* The HMAC-SHA256 context for `key`, kept while the key stays the same. */
+static EVP_MAC_CTX *chain_mac(ChainCache *cache, const unsigned char *key, size_t key_n) {
+    if (cache->mac != NULL && cache->key_n == key_n && memcmp(cache->key, key, key_n) == 0) return cache->mac;
+    EVP_MAC_CTX_free(cache->mac);
+    cache->mac = NULL;
+    if (cache->key != NULL) OPENSSL_cleanse(cache->key, cache->key_n);
+    free(cache->key);
+    cache->key = NULL;
+    if (cache->algo == NULL && (cache->algo = EVP_MAC_fetch(NULL, "HMAC", NULL)) == NULL) return NULL;
+    EVP_MAC_CTX *mac = EVP_MAC_CTX_new(cache->algo);
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
+                           OSSL_PARAM_construct_end()};
+    unsigned char *copy = malloc(key_n);
+    if (mac == NULL || copy == NULL || !EVP_MAC_init(mac, key, key_n, params)) {
+        EVP_MAC_CTX_free(mac);
+        free(copy);
+        return NULL;
+    }
+    memcpy(copy, key, key_n);
+    cache->key = copy;
+    cache->key_n = key_n;
+    cache->mac = mac;
+    return mac;
 }
 
 /* Without the GIL. SQLITE_DONE, an SQLite error code, or -1 with job->error set. */
 static int run_chain(ChainJob *job) {
     sqlite3_stmt *st[5] = {NULL}, *tables[MAX_TABLES] = {NULL}, *commit = NULL;
-    EVP_MAC *algo = NULL;
     Hmac h = {0};
     char (*macs)[65] = NULL;
     sqlite3_int64 *seqs = NULL;
     Val **bodies = NULL;
     Py_ssize_t n_events = 0, n_bodies = 0;
     int rc = SQLITE_OK;
-    for (int i = 0; i < 5 && rc == SQLITE_OK; i++) rc = prep(job->db, job->sql[i], &st[i]);
-    for (Py_ssize_t t = 0; t < job->n_tables && rc == SQLITE_OK; t++) rc = prep(job->db, job->table_sql[t], &tables[t]);
-    if (rc == SQLITE_OK) rc = prep(job->db, "COMMIT", &commit);
+    for (int i = 0; i < 5 && rc == SQLITE_OK; i++) rc = prep(job->cache, job->db, job->sql[i], &st[i]);
+    for (Py_ssize_t t = 0; t < job->n_tables && rc == SQLITE_OK; t++)
+        rc = prep(job->cache, job->db, job->table_sql[t], &tables[t]);
+    if (rc == SQLITE_OK) rc = prep(job->cache, job->db, "COMMIT", &commit);
     if (rc != SQLITE_OK) goto done;
     rc = -1;
     for (Py_ssize_t b = 0; b < job->n_batches; b++) {
@@ -953,11 +1060,8 @@ static int run_chain(ChainJob *job) {
     macs = malloc((size_t)(n_events > 0 ? n_events : 1) * sizeof *macs);
     seqs = malloc((size_t)(n_events > 0 ? n_events : 1) * sizeof *seqs);
     bodies = malloc((size_t)(n_bodies > 0 ? n_bodies : 1) * sizeof *bodies);
-    algo = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    h.mac = algo ? EVP_MAC_CTX_new(algo) : NULL;
-    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
-                           OSSL_PARAM_construct_end()};
-    if (!macs || !seqs || !bodies || !h.mac || !EVP_MAC_init(h.mac, job->key, job->key_n, params)) {
+    h.mac = chain_mac(job->cache, job->key, job->key_n);
+    if (!macs || !seqs || !bodies || !h.mac) {
         job->error = "cannot set up HMAC-SHA256";
         goto done;
     }
@@ -985,6 +1089,7 @@ static int run_chain(ChainJob *job) {
     for (Py_ssize_t b = 0; b < job->n_batches; b++) {
         for (Py_ssize_t i = 0; i < job->batches[b]->n_bodies; i++) bodies[k++] = &job->batches[b]->bodies[i * BODY_WIDTH];
     }
+    common_prefix = shared_prefix(bodies, n_bodies);
     qsort(bodies, (size_t)n_bodies, sizeof *bodies, compare_body_ids);
     for (k = 0; k < n_bodies; k++) {
         if (k > 0 && compare_body_ids(&bodies[k - 1], &bodies[k]) == 0) continue;
@@ -1050,11 +1155,14 @@ static int run_chain(ChainJob *job) {
         memcpy(job->mac, prev, 65);
     }
 done:
-    for (int i = 0; i < 5; i++) sqlite3_finalize(st[i]);
-    for (Py_ssize_t t = 0; t < job->n_tables; t++) sqlite3_finalize(tables[t]);
-    sqlite3_finalize(commit);
-    EVP_MAC_CTX_free(h.mac);
-    EVP_MAC_free(algo);
+    /* the statements stay prepared in the cache, ready and holding no text of this batch */
+    for (int i = 0; i < 5; i++) {
+        if (st[i] != NULL) sqlite3_reset(st[i]), sqlite3_clear_bindings(st[i]);
+    }
+    for (Py_ssize_t t = 0; t < job->n_tables; t++) {
+        if (tables[t] != NULL) sqlite3_reset(tables[t]), sqlite3_clear_bindings(tables[t]);
+    }
+    if (commit != NULL) sqlite3_reset(commit);
     free(h.buf);
     free(macs);
     free(seqs);
@@ -1117,6 +1225,7 @@ static PyObject *Conn_write_chain(Conn *self, PyObject *args) {
         if ((job.sql[i] = PyUnicode_AsUTF8(sql_obj[i])) == NULL) goto out;
     }
     job.db = self->db;
+    job.cache = &self->cache;
     job.key = key.buf;
     job.key_n = (size_t)key.len;
     int rc;

@@ -145,7 +145,7 @@ _BULK = bulk_module()
 class BulkConnection(SqliteConnection):
     """The writer's connection through `_bulk.c`: `executemany` binds and steps every row without the GIL."""
 
-    def __init__(self, conn: Any, module: ModuleType) -> None:  # noqa: super().__init__ wants a sqlite3 one
+    def __init__(self, conn: Any, module: ModuleType) -> None:  # not super().__init__: that takes a sqlite3 one
         self._raw = conn
         self._module = module
         self._errors: type[Exception] = module.Error

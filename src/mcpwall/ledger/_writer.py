@@ -70,7 +70,7 @@ class WriterOptions:
     flush_interval: float = 0.05
     batch_rows: int = 500
     max_pending: int = 200_000
-    max_tx_rows: int = 5000
+    max_tx_rows: int = 2000
     probe_interval: float = 1.0
 
 
@@ -265,7 +265,9 @@ class Writer:
         """`_drain`, building each batch while the one before it is inserted on the inserter thread."""
         if self._inserter is None:
             self._inserter = ThreadPoolExecutor(1, thread_name_prefix="mcpwall-ledger-insert")
-        inflight: tuple[list[_Item], BodyNames, Future[None]] | None = None
+        # The batch in the inserter's hands, with its rows: held here so that they are freed on
+        # this thread, not on the inserter's (which would need the GIL for it).
+        inflight: tuple[list[_Item], BodyNames, Future[None], list[BuiltRow], list[Any] | None] | None = None
         while self._queue or inflight is not None:
             batch = self._take()
             names = BodyNames(self._stored, time.time_ns() // 1000)
@@ -274,7 +276,7 @@ class Writer:
             with contextlib.suppress(Exception):  # a row that cannot be built: the batch goes the serial way
                 built, prepared = self._build_prepared(batch, names)
             if inflight is not None:
-                before, before_names, done = inflight
+                before, before_names, done, _, _ = inflight
                 inflight = None
                 exc = done.exception()
                 if exc is None:
@@ -293,7 +295,8 @@ class Writer:
                 if not self._write_batch(batch):
                     return
                 continue
-            inflight = (batch, names, self._inserter.submit(self._write_built, batch, built, prepared, False))
+            inflight = (batch, names, self._inserter.submit(self._write_built, batch, built, prepared, False), built,
+                        prepared)
 
     def _one_by_one(self, batch: list[_Item], first: BaseException) -> None:
         log.error("ledger batch refused (%s); writing its %d rows one by one", first, len(batch))
