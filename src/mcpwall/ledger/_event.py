@@ -380,5 +380,10 @@ def _native_build() -> Callable[..., BuiltRow | None] | None:
 _NATIVE = _native_build()
 
 
+def native_build_row() -> Callable[..., BuiltRow | None] | None:
+    """`_rows.c`'s build_row(event, bodies, max_body_bytes, preview_chars, replica, names), or None."""
+    return _NATIVE
+
+
 __all__ = ["BodyNames", "BuildOptions", "BuiltRow", "Event", "RuleInfo", "body_digest", "build_row", "build_row_python",
-           "clean", "dumps", "iso"]
+           "clean", "dumps", "iso", "native_build_row"]
