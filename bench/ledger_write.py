@@ -175,6 +175,11 @@ def main() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"mcpwall ledger benchmark - Python {platform.python_version()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, load average {load:.1f} at start")
+    from mcpwall.ledger import _event, _sqlite
+
+    print("SQLite writer: " + ("rows built in C (_rows.c)" if _event.native_build_row() else "rows built in Python")
+          + ", " + ("batches inserted without the GIL (_bulk.c), checkpoints on their own thread"
+                    if _sqlite.bulk_module() else "batches inserted through Python's sqlite3"))
     backends: list[tuple[str, Any]] = [("sqlite", None)]
     server = None
     if not args.no_postgres:

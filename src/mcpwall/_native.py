@@ -28,9 +28,9 @@ from pathlib import Path
 #: package -> modules compiled together (one mypyc group; its runtime lives in `mcpwall`).
 #: Only modules whose inputs are checked at the gateway's boundary: compiled code checks
 #: declared types at run time, so a str field holding an int raises where Python would
-#: have carried on. The ledger's row building was tried and left out: 17% fewer
-#: instructions (most of a row is orjson, SHA-256 and SQLite already), and its events carry
-#: whatever a client sent.
+#: have carried on. The ledger's row building was tried with mypyc and left out (17% fewer
+#: instructions, and its events carry whatever a client sent); it has a hand-written C
+#: builder instead (`ledger/_rows.c`, below), which hands anything unusual back to Python.
 MODULES: dict[str, tuple[str, ...]] = {
     "mcpwall.policy": ("_plan", "_evaluate", "_facts", "_match", "_compile", "_decision"),
 }
