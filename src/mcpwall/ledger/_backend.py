@@ -29,9 +29,6 @@ class Connection(Protocol):
     def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         """Run one statement for many parameter rows."""
 
-    def write_and_commit(self, steps: Sequence[tuple[str, Sequence[Params]]]) -> None:
-        """`executemany` each (statement, rows) in order, then commit."""
-
     def begin_write(self) -> None:
         """Start a transaction that holds the ledger's write lock until commit or rollback."""
 

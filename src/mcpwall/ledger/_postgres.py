@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from mcpwall.ledger._backend import Params
@@ -56,11 +56,6 @@ class PostgresConnection:
         except self._pg.Error as exc:
             raise self._translate(exc) from exc
 
-    def write_and_commit(self, steps: Sequence[tuple[str, Sequence[Params]]]) -> None:
-        for sql, rows in steps:
-            if rows:
-                self.executemany(sql, rows)
-        self.commit()
 
     def begin_write(self) -> None:
         self.execute("BEGIN")

@@ -445,12 +445,10 @@ static PyObject *build_row(PyObject *module, PyObject *const *args, Py_ssize_t n
     PyObject *values_json = NULL, *rule_ids = NULL, *reasons = NULL, *owned_params = NULL;
     PyObject *texts[TEXTS] = {NULL};
     PyObject *v[12] = {NULL}; /* computed values, see the list below */
-    int failed = 0;         /* an exception is set */
 
 #define TRY(expr)                                                                                                      \
     do {                                                                                                               \
         if ((expr) == NULL) {                                                                                          \
-            failed = PyErr_Occurred() != NULL;                                                                         \
             goto done;                                                                                                 \
         }                                                                                                              \
     } while (0)
@@ -679,10 +677,7 @@ static PyObject *build_row(PyObject *module, PyObject *const *args, Py_ssize_t n
         PUT(notes_json);
         PUT(v[4]);
         PyList_SET_ITEM(values, i++, PyLong_FromSsize_t(PyBytes_GET_SIZE(args_json)));
-        if (PyList_GET_ITEM(values, i - 1) == NULL) {
-            failed = 1;
-            goto done;
-        }
+        if (PyList_GET_ITEM(values, i - 1) == NULL) goto done;
         PUT(v[6]);
         PUT(v[5]);
         PUT(v[7]);
@@ -720,7 +715,6 @@ static PyObject *build_row(PyObject *module, PyObject *const *args, Py_ssize_t n
         for (int f = 0; out != NULL && f < 7; f++) {
             if (PyObject_GenericSetAttr(out, fields[f], given[f]) < 0) Py_CLEAR(out);
         }
-        failed = out == NULL;
         /* Out of the cyclic GC's sight: a row and its lists hold only texts, numbers, bytes and
          * tuples of those, so they can never be part of a cycle, and a writer keeps a few thousand
          * of them alive while it builds a batch; every collection meanwhile walked them all (with
@@ -761,7 +755,6 @@ done:
     for (int i = 0; i < 12; i++) Py_XDECREF(v[i]);
     if (out != NULL) return out;
     /* Anything this function could not do, or that raised: the Python function decides. */
-    (void)failed;
     PyErr_Clear();
     Py_RETURN_NONE;
 }

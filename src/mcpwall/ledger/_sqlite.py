@@ -95,11 +95,6 @@ class SqliteConnection:
         except sqlite3.Error as exc:
             raise _translate(exc) from exc
 
-    def write_and_commit(self, steps: Sequence[tuple[str, Sequence[Params]]]) -> None:
-        for sql, rows in steps:
-            if rows:
-                self.executemany(sql, rows)
-        self.commit()
 
     def page_size(self) -> int:
         return int(self.execute("PRAGMA page_size")[0][0])

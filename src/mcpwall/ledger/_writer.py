@@ -45,8 +45,6 @@ from mcpwall.ledger._event import (
     BuiltRow,
     Event,
     build_row,
-    build_row_python,
-    native_build_row,
 )
 from mcpwall.ledger._schema import CHAINED, now_iso
 from mcpwall.ledger._sqlite import BulkConnection
@@ -136,8 +134,6 @@ class Writer:
         self._stored: OrderedDict[str, str] = OrderedDict()
         #: commits one batch while the writer thread builds the next (only if inserts_without_gil)
         self._inserter: ThreadPoolExecutor | None = None
-        self._native_build = native_build_row()
-        self._native_args = (build.bodies, build.max_body_bytes, build.preview_chars, replica)
 
     # ------------------------------------------------------------------ caller side
 
@@ -412,18 +408,16 @@ class Writer:
             prev = mac
         # Bodies in id order: the batch's ids share a prefix greater than every earlier one,
         # so they are appended to the end of the index (see BodyNames).
-        conn.write_and_commit([(_INSERT_BODY, [bodies[k] for k in sorted(bodies)]),
-                               *((_INSERT[table], table_rows) for table, table_rows in rows.items()),
-                               (_INSERT_RULE, rules), (_UPDATE_HEAD, [(seq, prev)])])
+        if bodies:
+            conn.executemany(_INSERT_BODY, [bodies[k] for k in sorted(bodies)])
+        for table, table_rows in rows.items():
+            if table_rows:
+                conn.executemany(_INSERT[table], table_rows)
+        if rules:
+            conn.executemany(_INSERT_RULE, rules)
+        conn.execute(_UPDATE_HEAD, (seq, prev))
+        conn.commit()
         return seq, prev
-
-    def _build_one(self, event: Event, names: BodyNames) -> BuiltRow:
-        """`build_row`, with the C builder's arguments looked up once per writer rather than per row."""
-        if self._native_build is not None:
-            row = self._native_build(event, *self._native_args, names)
-            if row is not None:
-                return row
-        return build_row_python(event, self._build, self._replica, names)
 
     def _build_prepared(self, batch: list[_Item], names: BodyNames) -> tuple[list[BuiltRow], list[Any] | None]:
         """Build a batch's rows and, for `_bulk.c`, take each few hundred of them into C while they are
@@ -436,7 +430,7 @@ class Writer:
         prepared = []
         created = now_iso()
         for start in range(0, len(batch), _CHUNK):
-            chunk = [self._build_one(item.event, names) for item in batch[start:start + _CHUNK]]
+            chunk = [build_row(item.event, self._build, self._replica, names) for item in batch[start:start + _CHUNK]]
             built += chunk
             prepared.append(conn.prepare_chain(chunk, _TABLE_INDEX, created, orjson.dumps))
         return built, prepared
