@@ -42,13 +42,15 @@ typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     sqlite3 *db;        /* the checkpointer's own connection */
-    int pending;        /* the WAL passed the threshold since the last checkpoint */
+    int pending;        /* a checkpoint is asked for */
+    int running;        /* the thread is checkpointing */
     int stop;
     int threshold;      /* frames in the WAL that start a checkpoint */
     int limit;          /* frames at which the writer checkpoints itself (the checkpointer fell behind) */
-    int next_signal;    /* frames at which the hook wakes the thread again (written by the hook only) */
-    int last_frames;
+    int backfilled;     /* frames of the WAL in the database after the thread's last checkpoint */
+    int last_frames;    /* the WAL's frames after the writer's last commit (written by the hook only) */
     long long runs;     /* checkpoints run, for tests and benchmarks */
+    long long finished; /* checkpoints the writer ran to finish one (see wal_hook) */
     int last_rc;
 } Checkpointer;
 
@@ -67,13 +69,16 @@ typedef struct {
     size_t key_n;
 } ChainCache;
 
+struct ChainCall;
+
 typedef struct {
     PyObject_HEAD
     sqlite3 *db;
-    int busy; /* a call is running with the GIL released: refuse a second one */
+    int busy; /* a call is running with the GIL released, or a batch on its own thread: refuse a second one */
     char *path;
     Checkpointer *ckpt;
     ChainCache cache;
+    struct ChainCall *pending; /* the batch start_chain began, until finish_chain */
 } Conn;
 
 enum { V_NULL, V_INT, V_FLOAT, V_TEXT, V_BLOB };
@@ -444,8 +449,16 @@ static PyObject *run_pairs(Conn *self, PyObject *pairs, int want_rows) {
  * database and syncs it. SQLite runs it inside the commit that crosses wal_autocheckpoint, on the
  * writer's thread: at 5,000-row batches that was a quarter of the writer's time. Here the WAL hook
  * only signals a thread with its own connection, which runs PASSIVE checkpoints (they never block
- * the writer or readers) while the writer goes on. If that thread falls `limit` frames behind, the
- * writer checkpoints itself as SQLite would, so the WAL stays bounded. */
+ * the writer or readers) while the writer goes on.
+ *
+ * A PASSIVE checkpoint copies the frames the WAL held when it began; the WAL starts over only when a
+ * transaction begins with every frame copied. While the writer commits, the thread is always a few
+ * commits behind, so: the hook asks for another pass whenever the thread is idle and more than
+ * `threshold / 16` frames remain (each pass is shorter than the one before it: it copies what one
+ * pass let accumulate), and when fewer remain the writer copies them itself, after its commit (a
+ * few MiB and two syncs), so that its next transaction starts the WAL over. If the thread falls
+ * `limit` frames behind anyway, the writer checkpoints itself as SQLite would: the WAL stays
+ * bounded. */
 
 static void *checkpoint_loop(void *arg) {
     Checkpointer *c = arg;
@@ -456,33 +469,44 @@ static void *checkpoint_loop(void *arg) {
             continue;
         }
         c->pending = 0;
+        c->running = 1;
         pthread_mutex_unlock(&c->lock);
-        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        int log = 0, done = 0;
+        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
         pthread_mutex_lock(&c->lock);
+        c->running = 0;
         c->runs++;
         c->last_rc = rc;
+        c->backfilled = rc == SQLITE_OK ? done : 0;
     }
     pthread_mutex_unlock(&c->lock);
     return NULL;
 }
 
-/* After each commit, on the writer's thread. A checkpoint the thread finishes lets the writer's next
- * transaction start the WAL over; one that loses that race leaves the frames in place, so the
- * thread is woken again only every quarter threshold more (not after every commit: that ran a
- * checkpoint and an fsync per commit of a busy gateway). */
+/* After each commit, on the writer's thread (its transaction is over). */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames) {
     Checkpointer *c = arg;
-    if (frames < c->last_frames) c->next_signal = 0; /* the WAL started over */
+    int restarted = frames < c->last_frames, added = restarted ? frames : frames - c->last_frames;
     c->last_frames = frames;
-    if (frames >= c->limit) {
-        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-        c->next_signal = 0;
-    } else if (frames >= c->threshold && frames >= c->next_signal) {
-        c->next_signal = frames + (c->threshold + 3) / 4;
-        pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
+    if (restarted) c->backfilled = 0; /* what the thread copied was of the WAL before */
+    int busy = c->pending || c->running, left = frames - (c->backfilled <= frames ? c->backfilled : 0);
+    /* Finish when the thread left little more than this commit's frames, or, with the WAL half as
+     * large again as the threshold, a quarter threshold at most. */
+    int finish = !busy && frames >= c->threshold && c->backfilled > 0 &&
+                 (left <= added + c->threshold / 32 || (frames >= c->threshold + c->threshold / 2 &&
+                                                        left <= c->threshold / 4));
+    if (!busy && frames >= c->threshold && !finish && frames < c->limit) {
         c->pending = 1;
         pthread_cond_signal(&c->wake);
-        pthread_mutex_unlock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (finish || frames >= c->limit) {
+        if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) == SQLITE_OK && finish) {
+            pthread_mutex_lock(&c->lock);
+            c->finished++;
+            pthread_mutex_unlock(&c->lock);
+        }
     }
     return SQLITE_OK;
 }
@@ -526,6 +550,9 @@ static PyObject *Conn_checkpoint_in_background(Conn *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     rc = sqlite3_open_v2(self->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL);
     if (rc == SQLITE_OK) sqlite3_busy_timeout(c->db, 10000);
+    /* A connection opens the WAL with its first read: until then a checkpoint on it is a no-op
+     * that reports success. */
+    if (rc == SQLITE_OK) rc = sqlite3_exec(c->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
     Py_END_ALLOW_THREADS
     if (rc != SQLITE_OK) {
         raise_db(c->db ? sqlite3_extended_errcode(c->db) : rc, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
@@ -607,7 +634,12 @@ static void cache_clear(ChainCache *cache) {
     memset(cache, 0, sizeof *cache);
 }
 
+struct ChainCall;
+static struct ChainCall *join_pending(Conn *self);
+static void drop_pending(Conn *self);
+
 static void close_db(Conn *self) {
+    drop_pending(self); /* a batch still being written ends first (committed or not) */
     Py_BEGIN_ALLOW_THREADS
     cache_clear(&self->cache);
     checkpointer_stop(self);
@@ -623,7 +655,7 @@ static void Conn_dealloc(Conn *self) {
 }
 
 static PyObject *Conn_close(Conn *self, PyObject *Py_UNUSED(ignored)) {
-    if (self->busy) {
+    if (self->busy && self->pending == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "the connection is in use by another thread");
         return NULL;
     }
@@ -1170,85 +1202,188 @@ done:
     return rc;
 }
 
-static PyObject *Conn_write_chain(Conn *self, PyObject *args) {
+/* One write_chain call: the job and what keeps its texts, key and batches alive. */
+typedef struct ChainCall {
+    ChainJob job;
+    PyObject *batches; /* the batches (a sequence holding them) */
+    PyObject *tables;
+    PyObject *sql[5];
+    unsigned char *key; /* a copy: the caller's bytes may go before the batch is written */
+    pthread_t thread;
+    int rc;
+} ChainCall;
+
+/* Under the GIL. */
+static void chain_call_clear(ChainCall *call) {
+    PyMem_Free(call->job.batches);
+    call->job.batches = NULL;
+    Py_CLEAR(call->batches);
+    Py_CLEAR(call->tables);
+    for (int i = 0; i < 5; i++) Py_CLEAR(call->sql[i]);
+    if (call->key != NULL) OPENSSL_cleanse(call->key, call->job.key_n);
+    PyMem_Free(call->key);
+    call->key = NULL;
+}
+
+/* write_chain's arguments into `call`; -1 with an exception set (call cleared) on bad input. */
+static int chain_call_init(Conn *self, PyObject *args, ChainCall *call) {
     Py_buffer key;
     PyObject *batches_obj, *tables_obj, *sql_obj[5];
     if (!PyArg_ParseTuple(args, "y*OUUOUUU", &key, &batches_obj, &sql_obj[0], &sql_obj[1], &tables_obj, &sql_obj[2],
                           &sql_obj[3], &sql_obj[4]))
-        return NULL;
-    PyObject *result = NULL, *tables = NULL, *batches = NULL;
-    ChainJob job = {0};
-    if (check_open(self) < 0) goto out;
+        return -1;
+    ChainJob *job = &call->job;
+    if (check_open(self) < 0) goto fail;
     if (key.len == 0) {
         PyErr_SetString(PyExc_ValueError, "empty key");
-        goto out;
+        goto fail;
     }
-    batches = PySequence_Fast(batches_obj, "batches must be a sequence of prepare_chain's batches");
-    if (batches == NULL) goto out;
-    job.n_batches = PySequence_Fast_GET_SIZE(batches);
-    job.batches = PyMem_New(ChainBatch *, job.n_batches > 0 ? job.n_batches : 1);
-    if (job.batches == NULL) {
+    if ((call->key = PyMem_Malloc((size_t)key.len)) == NULL) {
         PyErr_NoMemory();
-        goto out;
+        goto fail;
     }
-    for (Py_ssize_t b = 0; b < job.n_batches; b++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(batches, b);
+    memcpy(call->key, key.buf, (size_t)key.len);
+    job->key = call->key;
+    job->key_n = (size_t)key.len;
+    call->batches = PySequence_Fast(batches_obj, "batches must be a sequence of prepare_chain's batches");
+    if (call->batches == NULL) goto fail;
+    job->n_batches = PySequence_Fast_GET_SIZE(call->batches);
+    job->batches = PyMem_New(ChainBatch *, job->n_batches > 0 ? job->n_batches : 1);
+    if (job->batches == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t b = 0; b < job->n_batches; b++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(call->batches, b);
         if (!PyObject_TypeCheck(item, &ChainBatchType)) {
             PyErr_SetString(PyExc_TypeError, "batches must be a sequence of prepare_chain's batches");
-            goto out;
+            goto fail;
         }
-        job.batches[b] = (ChainBatch *)item;
+        job->batches[b] = (ChainBatch *)item;
     }
-    tables = PySequence_Fast(tables_obj, "tables must be a sequence of (name, insert_sql)");
-    if (tables == NULL) goto out;
-    job.n_tables = PySequence_Fast_GET_SIZE(tables);
-    if (job.n_tables > MAX_TABLES) {
+    call->tables = PySequence_Fast(tables_obj, "tables must be a sequence of (name, insert_sql)");
+    if (call->tables == NULL) goto fail;
+    job->n_tables = PySequence_Fast_GET_SIZE(call->tables);
+    if (job->n_tables > MAX_TABLES) {
         PyErr_SetString(PyExc_ValueError, "too many tables");
-        goto out;
+        goto fail;
     }
-    for (Py_ssize_t t = 0; t < job.n_tables; t++) {
-        PyObject *pair = PySequence_Fast_GET_ITEM(tables, t);
+    for (Py_ssize_t t = 0; t < job->n_tables; t++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(call->tables, t);
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 0)) ||
             !PyUnicode_Check(PyTuple_GET_ITEM(pair, 1))) {
             PyErr_SetString(PyExc_TypeError, "each table must be a (name, insert_sql) tuple");
-            goto out;
+            goto fail;
         }
-        job.table_name[t] = PyUnicode_AsUTF8(PyTuple_GET_ITEM(pair, 0));
-        job.table_sql[t] = PyUnicode_AsUTF8(PyTuple_GET_ITEM(pair, 1));
-        if (job.table_name[t] == NULL || job.table_sql[t] == NULL) goto out;
-        if (strlen(job.table_name[t]) > 64) {
+        job->table_name[t] = PyUnicode_AsUTF8(PyTuple_GET_ITEM(pair, 0));
+        job->table_sql[t] = PyUnicode_AsUTF8(PyTuple_GET_ITEM(pair, 1));
+        if (job->table_name[t] == NULL || job->table_sql[t] == NULL) goto fail;
+        if (strlen(job->table_name[t]) > 64) {
             PyErr_SetString(PyExc_ValueError, "table name too long");
-            goto out;
+            goto fail;
         }
     }
     for (int i = 0; i < 5; i++) {
-        if ((job.sql[i] = PyUnicode_AsUTF8(sql_obj[i])) == NULL) goto out;
+        call->sql[i] = Py_NewRef(sql_obj[i]);
+        if ((job->sql[i] = PyUnicode_AsUTF8(sql_obj[i])) == NULL) goto fail;
     }
-    job.db = self->db;
-    job.cache = &self->cache;
-    job.key = key.buf;
-    job.key_n = (size_t)key.len;
-    int rc;
+    job->db = self->db;
+    job->cache = &self->cache;
+    PyBuffer_Release(&key);
+    return 0;
+fail:
+    PyBuffer_Release(&key);
+    chain_call_clear(call);
+    return -1;
+}
+
+/* After run_chain, under the GIL: (seq, mac), or the error raised. */
+static PyObject *chain_call_result(Conn *self, ChainCall *call) {
+    if (call->rc == SQLITE_DONE) return Py_BuildValue("(Ls)", (long long)call->job.seq, call->job.mac);
+    if (call->rc == -1) {
+        PyErr_SetString(BulkError, call->job.error ? call->job.error : "the ledger batch failed");
+        return NULL;
+    }
+    int code = sqlite3_extended_errcode(self->db);
+    return raise_db(code ? code : call->rc, sqlite3_errmsg(self->db));
+}
+
+static PyObject *Conn_write_chain(Conn *self, PyObject *args) {
+    ChainCall call = {0};
+    if (chain_call_init(self, args, &call) < 0) return NULL;
     self->busy = 1;
-    /* the batches stay alive: `batches` holds them until this returns */
+    /* the batches stay alive: `call` holds them until this returns */
     Py_BEGIN_ALLOW_THREADS
-    rc = run_chain(&job);
+    call.rc = run_chain(&call.job);
     Py_END_ALLOW_THREADS
     self->busy = 0;
-    if (rc == SQLITE_DONE) {
-        result = Py_BuildValue("(Ls)", (long long)job.seq, job.mac);
-    } else if (rc == -1) {
-        PyErr_SetString(BulkError, job.error ? job.error : "the ledger batch failed");
-    } else {
-        int code = sqlite3_extended_errcode(self->db);
-        raise_db(code ? code : rc, sqlite3_errmsg(self->db));
-    }
-out:
-    PyMem_Free(job.batches);
-    Py_XDECREF(batches);
-    Py_XDECREF(tables);
-    PyBuffer_Release(&key);
+    PyObject *result = chain_call_result(self, &call);
+    chain_call_clear(&call);
     return result;
+}
+
+static void *chain_thread(void *arg) {
+    ChainCall *call = arg;
+    call->rc = run_chain(&call->job);
+    return NULL;
+}
+
+/* start_chain: write_chain on a thread of its own (a C thread: it never needs the GIL, so it starts
+ * at once and nobody waits for it to hand the GIL back). The connection refuses every other call
+ * until finish_chain. */
+static PyObject *Conn_start_chain(Conn *self, PyObject *args) {
+    ChainCall *call = PyMem_Calloc(1, sizeof *call);
+    if (call == NULL) return PyErr_NoMemory();
+    if (chain_call_init(self, args, call) < 0) {
+        PyMem_Free(call);
+        return NULL;
+    }
+    self->busy = 1;
+    if (pthread_create(&call->thread, NULL, chain_thread, call) != 0) {
+        self->busy = 0;
+        chain_call_clear(call);
+        PyMem_Free(call);
+        PyErr_SetString(PyExc_RuntimeError, "cannot start a thread for the ledger batch");
+        return NULL;
+    }
+    self->pending = call;
+    Py_RETURN_NONE;
+}
+
+/* Wait for the batch start_chain began (without the GIL); NULL if there was none. */
+static ChainCall *join_pending(Conn *self) {
+    ChainCall *call = self->pending;
+    if (call == NULL) return NULL;
+    self->pending = NULL; /* this thread owns it now: a second caller finds nothing to join */
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(call->thread, NULL);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    return call;
+}
+
+/* The batch start_chain began, waited for and forgotten (the connection is being closed). */
+static void drop_pending(Conn *self) {
+    ChainCall *call = join_pending(self);
+    if (call == NULL) return;
+    chain_call_clear(call);
+    PyMem_Free(call);
+}
+
+static PyObject *Conn_finish_chain(Conn *self, PyObject *Py_UNUSED(ignored)) {
+    ChainCall *call = join_pending(self);
+    if (call == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no ledger batch is being written");
+        return NULL;
+    }
+    PyObject *result = chain_call_result(self, call);
+    chain_call_clear(call);
+    PyMem_Free(call);
+    return result;
+}
+
+static PyObject *Conn_writing(Conn *self, void *Py_UNUSED(closure)) {
+    return PyBool_FromLong(self->pending != NULL);
 }
 
 static PyObject *Conn_in_transaction(Conn *self, void *Py_UNUSED(closure)) {
@@ -1261,6 +1396,10 @@ static PyMethodDef Conn_methods[] = {
      "executemany(sql, rows): every row through one prepared statement, the GIL released"},
     {"write_chain", (PyCFunction)Conn_write_chain, METH_VARARGS,
      "write_chain(key, batches, begin, head, tables, rule_insert, body_insert, update_head) -> (seq, mac)"},
+    {"start_chain", (PyCFunction)Conn_start_chain, METH_VARARGS,
+     "start_chain(key, batches, ...): write_chain on a thread of its own; finish_chain() waits for it"},
+    {"finish_chain", (PyCFunction)Conn_finish_chain, METH_NOARGS,
+     "finish_chain() -> (seq, mac): wait for the batch start_chain began (its error is raised here)"},
     {"checkpoint_in_background", (PyCFunction)Conn_checkpoint_in_background, METH_VARARGS,
      "checkpoint_in_background(threshold, limit): WAL checkpoints on a thread of their own from `threshold` "
      "frames; the writer checkpoints itself at `limit`"},
@@ -1270,6 +1409,7 @@ static PyMethodDef Conn_methods[] = {
 
 static PyGetSetDef Conn_getset[] = {
     {"in_transaction", (getter)Conn_in_transaction, NULL, "whether a transaction is open", NULL},
+    {"writing", (getter)Conn_writing, NULL, "whether a batch start_chain began awaits finish_chain", NULL},
     {"background_checkpoints", (getter)Conn_checkpoints, NULL,
      "checkpoints the background thread ran (None: it is not running)", NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -185,6 +185,23 @@ class BulkConnection(SqliteConnection):
             raise _translate_code(exc) from exc
         return int(seq), str(mac)
 
+    def start_chain(self, key: bytes, batch: Any, begin: str, head: str, tables: Sequence[tuple[str, str]],
+                    rule_insert: str, body_insert: str, update_head: str) -> None:
+        """`write_chain` on a C thread of its own, which never needs the GIL; `finish_chain` waits for it.
+        Until then the connection refuses every other call."""
+        try:
+            self._raw.start_chain(key, batch, begin, head, tables, rule_insert, body_insert, update_head)
+        except self._errors as exc:
+            raise _translate_code(exc) from exc
+
+    def finish_chain(self) -> tuple[int, str]:
+        """Wait (without the GIL) for the batch `start_chain` began: its (seq, mac), or its error."""
+        try:
+            seq, mac = self._raw.finish_chain()
+        except self._errors as exc:
+            raise _translate_code(exc) from exc
+        return int(seq), str(mac)
+
     @property
     def background_checkpoints(self) -> int | None:
         """WAL checkpoints its background thread ran (None: that thread is not running)."""

@@ -12,11 +12,13 @@ for what it contains (not for being unreachable) is written again without
 its bodies and arguments, so one bad row can never block the ledger.
 
 Where the backend inserts without the GIL (SQLite through `_bulk.c`), the
-thread builds the next batch while a second thread ("mcpwall-ledger-insert")
-commits this one: the two take the two halves of a row's cost (the Python of
-`build_row`, SQLite and the disk) at once. Batches still commit one at a time,
-in order; on a failure the batch built ahead goes back to the queue behind
-the one that failed.
+thread builds the next batch while a C thread of `_bulk.c` commits this one
+(`start_chain`/`finish_chain`): the two take the two halves of a row's cost
+(building it under the GIL; SQLite, the MACs and the disk without it) at once.
+The C thread never needs the GIL, so it neither waits for this thread to hand
+it over (up to the 5 ms switch interval, twice a batch, with a Python thread)
+nor slows it down. Batches still commit one at a time, in order; on a failure
+the batch built ahead goes back to the queue behind the one that failed.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,17 @@ class _Item:
     waiter: Waiter | None = None
 
 
+@dataclass(slots=True)
+class _Inflight:
+    """A batch `_bulk.c` is committing on its own thread, and what the writer keeps of it meanwhile
+    (its rows are freed on the writer thread, after the commit)."""
+
+    batch: list[_Item]
+    names: BodyNames
+    built: list[BuiltRow]
+    prepared: list[Any]
+
+
 def _settle(futures: list[asyncio.Future[None]], exc: BaseException | None) -> None:
     for fut in futures:
         if not fut.done():
@@ -133,7 +145,6 @@ class Writer:
         #: SHA-256 -> id of bodies this writer committed lately, least recently used first
         self._stored: OrderedDict[str, str] = OrderedDict()
         #: commits one batch while the writer thread builds the next (only if inserts_without_gil)
-        self._inserter: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ caller side
 
@@ -199,9 +210,6 @@ class Writer:
             self._thread = None
         if self._queue:
             log.error("ledger stopped with %d rows not written (%s)", len(self._queue), self.last_error)
-        if self._inserter is not None:
-            self._inserter.shutdown(wait=True)
-            self._inserter = None
         self._close()
 
     def write_now(self) -> None:
@@ -268,41 +276,78 @@ class Writer:
         return True
 
     def _drain_overlapped(self) -> None:
-        """`_drain`, building each batch while the one before it is inserted on the inserter thread."""
-        if self._inserter is None:
-            self._inserter = ThreadPoolExecutor(1, thread_name_prefix="mcpwall-ledger-insert")
-        # The batch in the inserter's hands, with its rows: held here so that they are freed on
-        # this thread, not on the inserter's (which would need the GIL for it).
-        inflight: tuple[list[_Item], BodyNames, Future[None], list[BuiltRow], list[Any] | None] | None = None
-        while self._queue or inflight is not None:
-            batch = self._take()
-            names = BodyNames(self._stored, time.time_ns() // 1000)
-            built: list[BuiltRow] | None = None
-            prepared: list[Any] | None = None
-            with contextlib.suppress(Exception):  # a row that cannot be built: the batch goes the serial way
-                built, prepared = self._build_prepared(batch, names)
-            if inflight is not None:
-                before, before_names, done, _, _ = inflight
-                inflight = None
-                exc = done.exception()
-                if exc is None:
-                    self._remember(before_names.batch)
-                    self._advance_checkpoint()
-                    self._recovered()
-                else:
-                    # `batch` was taken after `before`: it goes back first, so `before` stays ahead of it.
-                    self._queue.extendleft(reversed(batch))
-                    if not self._failed(before, exc):
-                        return
-                    continue
-            if not batch:
-                continue
-            if built is None:
-                if not self._write_batch(batch):
+        """`_drain`, building each batch while `_bulk.c` commits the one before it on a C thread."""
+        inflight: _Inflight | None = None
+        with contextlib.suppress(Exception):  # connected, the first batch goes this way too (else the serial way says why)
+            self._connection()
+        try:
+            while self._queue or inflight is not None:
+                batch = self._take()
+                names = BodyNames(self._stored, time.time_ns() // 1000)
+                built: list[BuiltRow] | None = None
+                prepared: list[Any] | None = None
+                with contextlib.suppress(Exception):  # a row that cannot be built: the batch goes the serial way
+                    built, prepared = self._build_prepared(batch, names)
+                committed: _Inflight | None = None
+                if inflight is not None:
+                    before, inflight = inflight, None
+                    try:
+                        seq, mac = self._finish_chain()
+                    except Exception as exc:
+                        # `batch` was taken after `before`: it goes back first, so `before` stays ahead of it.
+                        self._queue.extendleft(reversed(batch))
+                        if not self._failed(before.batch, exc):
+                            return
+                        continue
+                    committed = before
+                # The next batch starts before the bookkeeping of the one just committed: the C thread
+                # never needs the GIL, so it writes while this thread does the rest.
+                error: Exception | None = None
+                if batch and built is not None and prepared is not None and isinstance(self._conn, BulkConnection):
+                    try:
+                        self._conn.start_chain(self._key, prepared, "BEGIN IMMEDIATE", _HEAD, _TABLES, _INSERT_RULE,
+                                               _INSERT_BODY, _UPDATE_HEAD)
+                        inflight = _Inflight(batch, names, built, prepared)
+                    except Exception as exc:  # refused before the database: the serial way sorts it out
+                        error = exc
+                if committed is not None:
+                    self._written(committed, seq, mac)
+                written = inflight is not None or not batch or (
+                    self._failed(batch, error) if error is not None else self._write_batch(batch))
+                if not written:
                     return
-                continue
-            inflight = (batch, names, self._inserter.submit(self._write_built, batch, built, prepared, False), built,
-                        prepared)
+        finally:
+            if inflight is not None:  # only on an unexpected error above: never leave the batch unsettled
+                try:
+                    self._written(inflight, *self._finish_chain())
+                except Exception as exc:
+                    self._failed(inflight.batch, exc)
+
+    def _finish_chain(self) -> tuple[int, str]:
+        """Wait for the batch `start_chain` began; on failure roll back (and drop an unavailable connection)."""
+        conn = self._conn
+        assert isinstance(conn, BulkConnection)
+        return self._or_roll_back(conn, conn.finish_chain)
+
+    def _or_roll_back(self, conn: Connection, write: Callable[[], tuple[int, str]]) -> tuple[int, str]:
+        """`write()`'s (seq, mac); if it fails, roll back, and drop a connection found unavailable."""
+        try:
+            return write()
+        except LedgerUnavailable:
+            conn.rollback()
+            self._close()
+            raise
+        except BaseException:
+            conn.rollback()
+            raise
+
+    def _written(self, done: _Inflight, seq: int, mac: str) -> None:
+        """After an overlapped batch committed (while the next one is being written)."""
+        self._remember(done.names.batch)
+        self._committed(done.batch, seq, mac)
+        self._advance_checkpoint()
+        self._recovered()
+        self._finish(done.batch, None)
 
     def _one_by_one(self, batch: list[_Item], first: BaseException) -> None:
         log.error("ledger batch refused (%s); writing its %d rows one by one", first, len(batch))
@@ -355,31 +400,28 @@ class Writer:
         while len(stored) > _RECENT_BODIES:
             stored.popitem(last=False)
 
-    def _write_built(self, batch: list[_Item], built: list[BuiltRow], prepared: list[Any] | None = None,
-                     checkpoint: bool = True) -> None:
-        """Take the chain's lock, assign seqs and MACs, insert and commit one batch; `checkpoint`: also
-        advance the checkpoint file (the overlapped writer does that on its own thread, see below)."""
+    def _write_built(self, batch: list[_Item], built: list[BuiltRow]) -> None:
+        """Take the chain's lock, assign seqs and MACs, insert and commit one batch, on this thread."""
         conn = self._connection()
-        try:
+
+        def write() -> tuple[int, str]:
             if isinstance(conn, BulkConnection):
-                seq, prev = self._write_native(conn, built, prepared)
-            else:
-                seq, prev = self._write_python(conn, built)
-        except LedgerUnavailable:
-            conn.rollback()
-            self._close()
-            raise
-        except BaseException:
-            conn.rollback()
-            raise
+                prepared = [conn.prepare_chain(built, _TABLE_INDEX, now_iso(), orjson.dumps)]
+                return conn.write_chain(self._key, prepared, "BEGIN IMMEDIATE", _HEAD, _TABLES, _INSERT_RULE,
+                                        _INSERT_BODY, _UPDATE_HEAD)
+            return self._write_python(conn, built)
+
+        seq, mac = self._or_roll_back(conn, write)
+        self._committed(batch, seq, mac)
+        self._advance_checkpoint()
+        self._finish(batch, None)
+
+    def _committed(self, batch: list[_Item], seq: int, mac: str) -> None:
         self.head_seq = seq
+        self.head_mac = mac
         self.written += len(batch)
         self.batches += 1
         self._last_activity = time.monotonic()
-        self.head_mac = prev
-        if checkpoint:
-            self._advance_checkpoint()
-        self._finish(batch, None)
 
     def _advance_checkpoint(self) -> None:
         if self._checkpoint is not None and self.head_seq:
@@ -434,13 +476,6 @@ class Writer:
             built += chunk
             prepared.append(conn.prepare_chain(chunk, _TABLE_INDEX, created, orjson.dumps))
         return built, prepared
-
-    def _write_native(self, conn: BulkConnection, built: list[BuiltRow], prepared: list[Any] | None) -> tuple[int, str]:
-        """`_write_python` in one call of _bulk.c, which computes the same MACs (`_chain`) without the GIL."""
-        if prepared is None:
-            prepared = [conn.prepare_chain(built, _TABLE_INDEX, now_iso(), orjson.dumps)]
-        return conn.write_chain(self._key, prepared, "BEGIN IMMEDIATE", _HEAD, _TABLES, _INSERT_RULE, _INSERT_BODY,
-                                _UPDATE_HEAD)
 
     def _finish(self, batch: list[_Item], exc: BaseException | None) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
