@@ -231,3 +231,23 @@ def test_a_body_seen_again_is_stored_once_and_ids_grow_from_batch_to_batch(backe
         assert ledger.count("event_body_blobs") == 2 + 3 * 2
         assert ledger.body(lists[2]["response_body_id"]) == orjson.dumps(answer)
         assert ledger.verify().ok
+
+
+def test_after_a_large_batch_the_writer_remembers_its_latest_bodies_not_its_first(tmp_path: Path) -> None:
+    """A writer refers to the bodies it stored lately (2,048) instead of storing them again; a batch
+    with more bodies than that leaves exactly its last ones remembered."""
+    with open_ledger(tmp_path) as ledger:
+        for i in range(2000):  # one transaction, 4,000 bodies (each call's request and answer)
+            ledger.submit(make_event(i, ts=1_764_500_000.0))
+        ledger.writer.write_now()
+        assert ledger.count("event_body_blobs") == 4000
+        ledger.submit(make_event(1999, ts=1_764_500_000.0))  # remembered: both bodies referred to
+        ledger.submit(make_event(0, ts=1_764_500_000.0))  # forgotten: stored again, under a new id
+        ledger.writer.write_now()
+        assert ledger.count("event_body_blobs") == 4002
+        rows = sorted(ledger.query(table="all", limit=5000).rows, key=lambda r: r["seq"])
+        first, last, again_last, again_first = rows[0], rows[1999], rows[2000], rows[2001]
+        assert (again_last["request_body_id"], again_last["response_body_id"]) == (
+            last["request_body_id"], last["response_body_id"])
+        assert again_first["request_body_id"] != first["request_body_id"]
+        assert ledger.verify().ok

@@ -700,11 +700,17 @@ static PyObject *Conn_executemany(Conn *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ the ledger's chain
  *
- * A batch of the ledger goes in two steps, so that the thread that commits it needs the GIL
- * as little as possible (the writer thread builds the next batch in Python meanwhile):
+ * A batch of the ledger goes in two steps, so that the thread that commits it never needs the GIL
+ * (the writer thread builds the next batch in Python meanwhile):
  *
  *   batch = prepare_chain(built_rows, table_index, created, dumps)    # under the GIL, any thread
  *   seq, mac = conn.write_chain(key, [batch, ...], begin, head, tables, rule_insert, body_insert, update_head)
+ *
+ * or, overlapped: conn.start_chain(<the same>) runs write_chain's work on a C thread of its own and
+ * returns at once; conn.finish_chain() waits for it (without the GIL) and gives (seq, mac) or raises.
+ * A Python thread in its place waited for the GIL twice a batch, up to the interpreter's 5 ms
+ * switch interval each time while the writer thread built the next batch. Between the two calls
+ * the connection refuses every other call.
  *
  * (several batches make one transaction: the writer prepares each few hundred rows as soon as
  * they are built, while they are still in the CPU's cache)

@@ -166,7 +166,8 @@ class BulkConnection(SqliteConnection):
 
     def autocheckpoint(self, wal_bytes: int) -> None:
         """As SQLite's, but the checkpoints run on a thread of their own (see _bulk.c); the writer
-        checkpoints itself only if that thread falls twice as far behind."""
+        finishes their last short pass, and checkpoints everything itself if that thread falls
+        twice as far behind."""
         frames = max(1, wal_bytes // self.page_size())
         self._raw.checkpoint_in_background(frames, frames * 2)
 

@@ -394,6 +394,10 @@ class Writer:
 
     def _remember(self, bodies: dict[str, str]) -> None:
         stored = self._stored  # an OrderedDict: a dict's first key is O(n) to find after many deletes
+        if len(bodies) >= _RECENT_BODIES:  # the batch alone fills the memory (1,000 rows or more): its last ones
+            stored.clear()
+            stored.update(list(bodies.items())[-_RECENT_BODIES:])
+            return
         for digest, body_id in bodies.items():
             stored[digest] = body_id
             stored.move_to_end(digest)
@@ -463,8 +467,8 @@ class Writer:
 
     def _build_prepared(self, batch: list[_Item], names: BodyNames) -> tuple[list[BuiltRow], list[Any] | None]:
         """Build a batch's rows and, for `_bulk.c`, take each few hundred of them into C while they are
-        still in the CPU's cache, on this thread (which holds the GIL anyway): the inserter thread
-        then needs the GIL only to start and to end. (built rows, prepared chunks or None)."""
+        still in the CPU's cache, on this thread (which holds the GIL anyway): the C thread that
+        commits them then never needs it. (built rows, prepared chunks or None)."""
         conn = self._conn
         if not isinstance(conn, BulkConnection):
             return [build_row(item.event, self._build, self._replica, names) for item in batch], None
