@@ -125,6 +125,37 @@ def test_the_usual_events_are_built_in_c() -> None:
     assert int(fresh.decision_id, 16) >= 0
 
 
+@native_rows
+def test_the_c_builder_reads_what_python_reads_from_a_subclass_or_a_changed_class(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """_rows.c reads Event's slots by offset: only for Event itself, and only while the class is as it
+    was configured; a subclass's property, or a class changed since, is read as Python reads it."""
+
+    stored = Event.__dict__["tool_name"]  # the slot's member descriptor
+
+    class Renamed(Event):
+        __slots__ = ()
+
+        @property  # type: ignore[misc]
+        def tool_name(self) -> str:
+            return "renamed_" + str(stored.__get__(self))
+
+        @tool_name.setter
+        def tool_name(self, value: str) -> None:
+            stored.__set__(self, value)
+
+    event = usual(3)
+    sub = Renamed(**{f.name: getattr(event, f.name) for f in dataclasses.fields(Event)})
+    native, python = _both(sub)
+    assert native is not None
+    assert _fields(native) == _fields(python)
+    assert "renamed_read_file" in _fields(native)
+    monkeypatch.setattr(Event, "extra_marker", 1, raising=False)  # the class changes: its version tag too
+    native, python = _both(usual(4))
+    assert native is not None
+    assert _fields(native) == _fields(python)
+
+
 texts = st.one_of(st.none(), st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
                   st.text(max_size=30), st.sampled_from(["", "a", "/etc/passwd", "é", "\x00", "\ud800"]))
 json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.text(max_size=20),

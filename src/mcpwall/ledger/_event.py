@@ -372,7 +372,7 @@ def _native_build() -> Callable[..., BuiltRow | None] | None:
         return None
     module.configure({"orjson_dumps": orjson.dumps, "dumps": dumps, "default": _default, "option": _DUMP_OPTS,
                       "BuiltRow": BuiltRow, "response_preview": _response_preview, "clean": clean,
-                      "rule_rows": _rule_rows, "note_skip": _NOTE_SKIP, "BodyNames": BodyNames})
+                      "rule_rows": _rule_rows, "note_skip": _NOTE_SKIP, "BodyNames": BodyNames, "Event": Event})
     build: Callable[..., BuiltRow | None] = module.build_row
     return build
 
