@@ -50,7 +50,6 @@ typedef struct {
     int backfilled;     /* frames of the WAL in the database after the thread's last checkpoint */
     int last_frames;    /* the WAL's frames after the writer's last commit (written by the hook only) */
     long long runs;     /* checkpoints run, for tests and benchmarks */
-    long long finished; /* checkpoints the writer ran to finish one (see wal_hook) */
     int last_rc;
 } Checkpointer;
 
@@ -453,12 +452,12 @@ static PyObject *run_pairs(Conn *self, PyObject *pairs, int want_rows) {
  *
  * A PASSIVE checkpoint copies the frames the WAL held when it began; the WAL starts over only when a
  * transaction begins with every frame copied. While the writer commits, the thread is always a few
- * commits behind, so: the hook asks for another pass whenever the thread is idle and more than
- * `threshold / 16` frames remain (each pass is shorter than the one before it: it copies what one
- * pass let accumulate), and when fewer remain the writer copies them itself, after its commit (a
- * few MiB and two syncs), so that its next transaction starts the WAL over. If the thread falls
- * `limit` frames behind anyway, the writer checkpoints itself as SQLite would: the WAL stays
- * bounded. */
+ * commits behind, so after each commit over the threshold, with the thread idle: if the thread left
+ * little more than this commit's frames (or at most a quarter threshold, once the WAL is half as
+ * large again as the threshold), the writer copies them itself (a few MiB and two syncs), so that
+ * its next transaction starts the WAL over; else the thread is asked for another pass (each copies
+ * what the one before let accumulate, so each is shorter). If the thread falls `limit` frames
+ * behind anyway, the writer checkpoints itself as SQLite would: the WAL stays bounded. */
 
 static void *checkpoint_loop(void *arg) {
     Checkpointer *c = arg;
@@ -491,8 +490,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames) {
     pthread_mutex_lock(&c->lock);
     if (restarted) c->backfilled = 0; /* what the thread copied was of the WAL before */
     int busy = c->pending || c->running, left = frames - (c->backfilled <= frames ? c->backfilled : 0);
-    /* Finish when the thread left little more than this commit's frames, or, with the WAL half as
-     * large again as the threshold, a quarter threshold at most. */
+    /* see the comment above checkpoint_loop */
     int finish = !busy && frames >= c->threshold && c->backfilled > 0 &&
                  (left <= added + c->threshold / 32 || (frames >= c->threshold + c->threshold / 2 &&
                                                         left <= c->threshold / 4));
@@ -501,13 +499,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames) {
         pthread_cond_signal(&c->wake);
     }
     pthread_mutex_unlock(&c->lock);
-    if (finish || frames >= c->limit) {
-        if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) == SQLITE_OK && finish) {
-            pthread_mutex_lock(&c->lock);
-            c->finished++;
-            pthread_mutex_unlock(&c->lock);
-        }
-    }
+    if (finish || frames >= c->limit) sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     return SQLITE_OK;
 }
 

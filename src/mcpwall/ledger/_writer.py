@@ -89,13 +89,11 @@ class _Item:
 
 @dataclass(slots=True)
 class _Inflight:
-    """A batch `_bulk.c` is committing on its own thread, and what the writer keeps of it meanwhile
-    (its rows are freed on the writer thread, after the commit)."""
+    """A batch `_bulk.c` is committing on its own thread (which holds its prepared values), and what
+    the writer needs of it afterwards."""
 
     batch: list[_Item]
     names: BodyNames
-    built: list[BuiltRow]
-    prepared: list[Any]
 
 
 def _settle(futures: list[asyncio.Future[None]], exc: BaseException | None) -> None:
@@ -144,7 +142,6 @@ class Writer:
         self.head_mac = ""
         #: SHA-256 -> id of bodies this writer committed lately, least recently used first
         self._stored: OrderedDict[str, str] = OrderedDict()
-        #: commits one batch while the writer thread builds the next (only if inserts_without_gil)
 
     # ------------------------------------------------------------------ caller side
 
@@ -307,7 +304,7 @@ class Writer:
                     try:
                         self._conn.start_chain(self._key, prepared, "BEGIN IMMEDIATE", _HEAD, _TABLES, _INSERT_RULE,
                                                _INSERT_BODY, _UPDATE_HEAD)
-                        inflight = _Inflight(batch, names, built, prepared)
+                        inflight = _Inflight(batch, names)
                     except Exception as exc:  # refused before the database: the serial way sorts it out
                         error = exc
                 if committed is not None:
