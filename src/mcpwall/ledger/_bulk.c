@@ -50,7 +50,6 @@ typedef struct {
     int backfilled;     /* frames of the WAL in the database after the thread's last checkpoint */
     int last_frames;    /* the WAL's frames after the writer's last commit (written by the hook only) */
     long long runs;     /* checkpoints run, for tests and benchmarks */
-    int last_rc;
 } Checkpointer;
 
 /* write_chain's prepared statements and HMAC context, kept from one batch to the next: a gateway
@@ -470,12 +469,11 @@ static void *checkpoint_loop(void *arg) {
         c->pending = 0;
         c->running = 1;
         pthread_mutex_unlock(&c->lock);
-        int log = 0, done = 0;
-        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        int done = 0;
+        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, &done);
         pthread_mutex_lock(&c->lock);
         c->running = 0;
         c->runs++;
-        c->last_rc = rc;
         c->backfilled = rc == SQLITE_OK ? done : 0;
     }
     pthread_mutex_unlock(&c->lock);

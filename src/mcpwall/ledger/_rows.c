@@ -232,10 +232,8 @@ static PyObject **slot_at(const SlotMap *map, PyObject *obj, PyObject *name) {
 
 /* An attribute's value: new reference, NULL on error. */
 static PyObject *attr(PyObject *obj, PyObject *name) {
-    const SlotMap *map = Py_TYPE(obj) == (PyTypeObject *)event_type ? &event_slots
-                         : Py_TYPE(obj) == body_names_type          ? &names_slots
-                                                                    : NULL;
-    PyObject **slot = map != NULL ? slot_at(map, obj, name) : NULL;
+    PyObject **slot = slot_at(&event_slots, obj, name);
+    if (slot == NULL) slot = slot_at(&names_slots, obj, name);
     if (slot != NULL && *slot != NULL) return Py_NewRef(*slot);
     return PyObject_GetAttr(obj, name);
 }

@@ -63,9 +63,11 @@ _TABLES = tuple((t, _INSERT[t]) for t in ("tool_calls", "protocol_events"))
 _TABLE_INDEX = {t: i for i, (t, _) in enumerate(_TABLES)}
 _INSERT_BODY = ("INSERT INTO event_body_blobs (id, size, stored, truncated, content, created) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING")
+#: what `_bulk.c`'s write_chain/start_chain take after the key and the batches
+_CHAIN_SQL = ("BEGIN IMMEDIATE", _HEAD, _TABLES, _INSERT_RULE, _INSERT_BODY, _UPDATE_HEAD)
 
 Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
-#: Rows taken into C at a time by the overlapped writer (see _build_prepared)
+#: Rows taken into C at a time by the overlapped writer (see _prepare_batch)
 _CHUNK = 256
 #: How many recently stored bodies a writer remembers, to refer to them instead of storing them again.
 _RECENT_BODIES = 2048
@@ -281,10 +283,11 @@ class Writer:
             while self._queue or inflight is not None:
                 batch = self._take()
                 names = BodyNames(self._stored, time.time_ns() // 1000)
-                built: list[BuiltRow] | None = None
+                conn = self._conn
                 prepared: list[Any] | None = None
-                with contextlib.suppress(Exception):  # a row that cannot be built: the batch goes the serial way
-                    built, prepared = self._build_prepared(batch, names)
+                if isinstance(conn, BulkConnection):
+                    with contextlib.suppress(Exception):  # a row that cannot be built: the batch goes the serial way
+                        prepared = self._prepare_batch(conn, batch, names)
                 committed: _Inflight | None = None
                 if inflight is not None:
                     before, inflight = inflight, None
@@ -300,10 +303,9 @@ class Writer:
                 # The next batch starts before the bookkeeping of the one just committed: the C thread
                 # never needs the GIL, so it writes while this thread does the rest.
                 error: Exception | None = None
-                if batch and built is not None and prepared is not None and isinstance(self._conn, BulkConnection):
+                if batch and prepared is not None and isinstance(self._conn, BulkConnection):
                     try:
-                        self._conn.start_chain(self._key, prepared, "BEGIN IMMEDIATE", _HEAD, _TABLES, _INSERT_RULE,
-                                               _INSERT_BODY, _UPDATE_HEAD)
+                        self._conn.start_chain(self._key, prepared, *_CHAIN_SQL)
                         inflight = _Inflight(batch, names)
                     except Exception as exc:  # refused before the database: the serial way sorts it out
                         error = exc
@@ -408,8 +410,7 @@ class Writer:
         def write() -> tuple[int, str]:
             if isinstance(conn, BulkConnection):
                 prepared = [conn.prepare_chain(built, _TABLE_INDEX, now_iso(), orjson.dumps)]
-                return conn.write_chain(self._key, prepared, "BEGIN IMMEDIATE", _HEAD, _TABLES, _INSERT_RULE,
-                                        _INSERT_BODY, _UPDATE_HEAD)
+                return conn.write_chain(self._key, prepared, *_CHAIN_SQL)
             return self._write_python(conn, built)
 
         seq, mac = self._or_roll_back(conn, write)
@@ -462,21 +463,14 @@ class Writer:
         conn.commit()
         return seq, prev
 
-    def _build_prepared(self, batch: list[_Item], names: BodyNames) -> tuple[list[BuiltRow], list[Any] | None]:
-        """Build a batch's rows and, for `_bulk.c`, take each few hundred of them into C while they are
-        still in the CPU's cache, on this thread (which holds the GIL anyway): the C thread that
-        commits them then never needs it. (built rows, prepared chunks or None)."""
-        conn = self._conn
-        if not isinstance(conn, BulkConnection):
-            return [build_row(item.event, self._build, self._replica, names) for item in batch], None
-        built: list[BuiltRow] = []
-        prepared = []
+    def _prepare_batch(self, conn: BulkConnection, batch: list[_Item], names: BodyNames) -> list[Any]:
+        """Build a batch's rows and take each few hundred of them into C while they are still in the
+        CPU's cache, on this thread (which holds the GIL anyway): the C thread that commits them then
+        never needs it, and the rows themselves can go at once (the prepared chunks hold their values)."""
         created = now_iso()
-        for start in range(0, len(batch), _CHUNK):
-            chunk = [build_row(item.event, self._build, self._replica, names) for item in batch[start:start + _CHUNK]]
-            built += chunk
-            prepared.append(conn.prepare_chain(chunk, _TABLE_INDEX, created, orjson.dumps))
-        return built, prepared
+        return [conn.prepare_chain([build_row(item.event, self._build, self._replica, names)
+                                    for item in batch[start:start + _CHUNK]], _TABLE_INDEX, created, orjson.dumps)
+                for start in range(0, len(batch), _CHUNK)]
 
     def _finish(self, batch: list[_Item], exc: BaseException | None) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
