@@ -82,7 +82,9 @@ class MemoryRows:
             seq = int(r["seq"])
             return not ((after is not None and seq <= after) or (before is not None and seq >= before))
 
-        rows = [r for r in self.rows if keep(r)]
+        # A copy taken in one C call: this runs on a worker thread (Feed.query) while the event
+        # loop adds rows, and iterating the deque itself fails once a row is added meanwhile.
+        rows = [r for r in self.rows.copy() if keep(r)]
         if q.order == "desc":
             rows.reverse()
         rows = [preview_row(r) for r in rows[: q.limit]]
