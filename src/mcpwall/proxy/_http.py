@@ -52,6 +52,9 @@ _KEEPALIVE_S = 15.0
 #: The most of an unauthenticated request's body read to record it (see `_refused`).
 _DOOR_BYTES = 64 * 1024
 SESSION_IDLE_S = 3600.0
+#: The most sessions `POST /{server}` keeps (one per server, agent and client name): past it the
+#: idle ones are closed, so clients that vary X-Agent-Id or X-Mcpwall-Client cannot grow the gateway.
+PLAIN_SESSIONS = 10_000
 
 
 async def _reply(send: Send, status: int, body: bytes = b"", headers: list[tuple[bytes, bytes]] | None = None,
@@ -215,10 +218,14 @@ class HttpFrontend:
     async def _expire_sessions(self) -> None:
         while True:
             await asyncio.sleep(60)
-            now = time.monotonic()
-            for session in list(self.gateway.sessions.values()):
-                if session.kind == "http" and now - session.last_seen > SESSION_IDLE_S and not session.inflight:
-                    self.gateway.close_session(session)
+            self.expire_idle(time.monotonic() - SESSION_IDLE_S)
+
+    def expire_idle(self, before: float) -> None:
+        """Close the HTTP frontends' sessions last seen before `before` (monotonic) with nothing in flight."""
+        for session in list(self.gateway.sessions.values()):
+            if session.kind in ("http", "plain") and session.last_seen < before and not session.inflight:
+                self.gateway.close_session(session)
+        self._plain = {key: s for key, s in self._plain.items() if not s.closed}
 
     # ------------------------------------------------------------------ streamable HTTP
 
@@ -405,8 +412,12 @@ class HttpFrontend:
         key = (server, agent, headers.get("x-mcpwall-client", ""))
         session = self._plain.get(key)
         if session is None or session.closed:
-            if len(self._plain) > 10_000:
-                self._plain.clear()
+            if len(self._plain) >= PLAIN_SESSIONS:
+                # Close the idle ones (a session with a call in flight stays, and is found again).
+                for old in self._plain.values():
+                    if not old.inflight:
+                        self.gateway.close_session(old)
+                self._plain = {k: s for k, s in self._plain.items() if not s.closed}
             session = self.gateway.open_session("plain", server, peer=peer, agent=agent,
                                                 client_name=headers.get("x-mcpwall-client", ""),
                                                 process_name=headers.get("x-mcpwall-process", ""))
