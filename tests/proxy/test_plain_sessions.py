@@ -57,12 +57,17 @@ async def test_new_client_names_on_every_call_do_not_grow_the_gateway(
         assert r.json()["result"]["content"][0]["text"] == f"Echo: m{i}"
     assert len(_plain(frontend)) <= 20
     assert all(not s.closed for s in _plain(frontend))
-    # A client that keeps its name keeps its session while the others come and go.
-    first = await client.post("/everything", json=_call(1, "a"), headers={"X-Mcpwall-Client": "steady"})
-    assert "result" in first.json()
-    steady = [s for s in _plain(frontend) if s.client_name == "steady"]
-    await client.post("/everything", json=_call(2, "b"), headers={"X-Mcpwall-Client": "steady"})
-    assert [s for s in _plain(frontend) if s.client_name == "steady"] == steady
+    # A client that keeps calling keeps its session while one-off names come and go.
+    steady: list[Any] = []
+    for i in range(60):
+        await client.post("/everything", json=_call(i, "x"), headers={"X-Mcpwall-Client": f"once-{i}"})
+        assert "result" in (await client.post("/everything", json=_call(i, "s"),
+                                              headers={"X-Mcpwall-Client": "steady"})).json()
+        now = [s for s in _plain(frontend) if s.client_name == "steady"]
+        assert len(now) == 1
+        assert steady in ([], now)
+        steady = now
+    assert len(_plain(frontend)) <= 20
 
 
 async def test_a_session_with_a_call_in_flight_is_not_closed_to_make_room(

@@ -53,7 +53,8 @@ _KEEPALIVE_S = 15.0
 _DOOR_BYTES = 64 * 1024
 SESSION_IDLE_S = 3600.0
 #: The most sessions `POST /{server}` keeps (one per server, agent and client name): past it the
-#: idle ones are closed, so clients that vary X-Agent-Id or X-Mcpwall-Client cannot grow the gateway.
+#: idle half seen longest ago is closed, so clients that vary X-Agent-Id or X-Mcpwall-Client cannot
+#: grow the gateway.
 PLAIN_SESSIONS = 10_000
 
 
@@ -413,10 +414,11 @@ class HttpFrontend:
         session = self._plain.get(key)
         if session is None or session.closed:
             if len(self._plain) >= PLAIN_SESSIONS:
-                # Close the idle ones (a session with a call in flight stays, and is found again).
-                for old in self._plain.values():
-                    if not old.inflight:
-                        self.gateway.close_session(old)
+                # Close the idle half seen longest ago (a session with a call in flight stays):
+                # clients in use keep their sessions, and their per-session state, while others churn.
+                idle = sorted((s for s in self._plain.values() if not s.inflight), key=lambda s: s.last_seen)
+                for old in idle[: len(idle) // 2 + 1]:
+                    self.gateway.close_session(old)
                 self._plain = {k: s for k, s in self._plain.items() if not s.closed}
             session = self.gateway.open_session("plain", server, peer=peer, agent=agent,
                                                 client_name=headers.get("x-mcpwall-client", ""),
