@@ -185,8 +185,9 @@ async def test_the_live_stream_pushes_new_calls_and_pending_asks(tmp_path: Path)
             async with gw.api() as http:
                 await http.post(f"/api/approvals/{ask['id']}/approve", json={})
             await asyncio.wait_for(held, 20)
-            for _ in range(200):
-                if [d["tool"] for k, d in seen if k == "call"] == ["get-env", "echo"]:
+            for _ in range(200):  # the stats follow the call on the stream: wait for both
+                if ([d["tool"] for k, d in seen if k == "call"] == ["get-env", "echo"]
+                        and any(k == "stats" and d["calls"] == 2 for k, d in seen)):
                     break
                 await asyncio.sleep(0.05)
             assert [d["decision"] for k, d in seen if k == "call"] == ["deny", "ask"]
