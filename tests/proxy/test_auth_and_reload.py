@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mcpwall.proxy._token import write_secret
 from tests.proxy.harness import MCPWALL, MEMORY, PERMISSIVE, GatewayProcess, gateway
 
 pytestmark = pytest.mark.integration
@@ -133,6 +134,31 @@ def test_the_rate_limit_answers_429(tmp_path: Path) -> None:
         assert codes[:5] == [200] * 5
         assert codes[5:] == [429, 429]
         assert g.post("/memory", PING).json()["error"]["code"] == -32004
+    finally:
+        g.stop()
+
+
+def test_renaming_itself_or_opening_sessions_does_not_lift_the_rate_limit(tmp_path: Path) -> None:
+    """A client's names are its own to choose (X-Agent-Id, X-Mcpwall-Client, clientInfo), so the
+    window is the authenticated token's: named tokens give agents windows of their own."""
+    home = tmp_path / "home"
+    for agent in ("alice", "bob"):
+        write_secret(home / "run" / "tokens" / f"{agent}.token", f"{agent}-token-{agent * 8}")
+    policy = PERMISSIVE.replace("requestsPerMinute: 0", "requestsPerMinute: 5")
+    g = GatewayProcess(home, {"memory": MEMORY}, policy).start()
+    try:
+        codes = [g.post("/memory", PING, {"X-Mcpwall-Client": f"client-{i}", "X-Agent-Id": f"agent-{i}"}).status_code
+                 for i in range(7)]
+        assert codes == [200] * 5 + [429] * 2
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fresh", "version": "1"}}}
+        fresh = g.post("/mcp", init, {"Accept": "application/json, text/event-stream"})
+        assert fresh.status_code == 429
+        assert fresh.json()["error"]["code"] == -32004
+        alice = {"Authorization": "Bearer alice-token-" + "alice" * 8}
+        assert [g.post("/memory", PING, alice).status_code for _ in range(6)] == [200] * 5 + [429]
+        bob = {"Authorization": "Bearer bob-token-" + "bob" * 8}
+        assert g.post("/memory", PING, bob).status_code == 200
     finally:
         g.stop()
 

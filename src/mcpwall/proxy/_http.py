@@ -266,7 +266,7 @@ class HttpFrontend:
             return
         is_init = msg.get("method") == "initialize" and "id" in msg
         if is_init:
-            session = self.gateway.open_session("http", server, peer=_peer(scope),
+            session = self.gateway.open_session("http", server, peer=_peer(scope), principal=identity or "",
                                                 agent=identity or headers.get("x-agent-id") or "",
                                                 process_name=headers.get("x-mcpwall-process", ""))
         elif session is None:
@@ -420,7 +420,7 @@ class HttpFrontend:
                 for old in idle[: len(idle) // 2 + 1]:
                     self.gateway.close_session(old)
                 self._plain = {k: s for k, s in self._plain.items() if not s.closed}
-            session = self.gateway.open_session("plain", server, peer=peer, agent=agent,
+            session = self.gateway.open_session("plain", server, peer=peer, agent=agent, principal=identity,
                                                 client_name=headers.get("x-mcpwall-client", ""),
                                                 process_name=headers.get("x-mcpwall-process", ""))
             session.initialized = True

@@ -53,6 +53,10 @@ class Session:
     client_name: str = ""
     client_version: str = ""
     agent: str = ""
+    #: who the gateway authenticated: a named token's identity, "" for the gateway token (or no
+    #: auth), the launcher's --agent on stdio. Unlike `agent` (X-Agent-Id) and `client_name`
+    #: (clientInfo, X-Mcpwall-Client), never chosen by the client; the rate limit counts by it.
+    principal: str = ""
     process_name: str = ""
     peer: str = ""
     protocol_version: str = ""

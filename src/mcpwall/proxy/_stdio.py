@@ -50,7 +50,7 @@ class StdioFrontend:
             reader, writer = await stdio_streams()
             scripted = stdin_is_file()
         self._writer = writer
-        session = self.gateway.open_session("stdio", self.server, agent=self.agent,
+        session = self.gateway.open_session("stdio", self.server, agent=self.agent, principal=self.agent,
                                             process_name=self.process_name or "", peer="stdio")
         session.send = self._write
         try:

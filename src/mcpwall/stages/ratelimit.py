@@ -1,7 +1,12 @@
 """Per-client rate limit: a sliding one-minute window in one-second buckets.
 
-The client is the session's agent or client name plus its peer address. The
-count also feeds the policy's `contextCondition.maxRequestsPerMinute`.
+The client is who the gateway authenticated (`Session.principal`: a named
+token's identity, or the gateway token) plus its peer address (an IP; a
+framed-relay process by pid). Names a client gives itself (X-Agent-Id,
+X-Mcpwall-Client, clientInfo) and new sessions do not open new windows, or
+renaming would lift the limit: agents that need windows of their own get
+named tokens (`<home>/run/tokens/<identity>.token`). The count also feeds the
+policy's `contextCondition.maxRequestsPerMinute`.
 Default: 6,000 requests a minute per client (mcp-seatbelt's 100 blocks any
 real agent session); 0 disables the limit. Replicas given a Redis URL count
 together (`mcpwall.shared.SharedRate`), falling back to their own window
@@ -64,7 +69,7 @@ class RateLimitStage(Stage):
 
     def key(self, ctx: RequestContext) -> str:
         s = ctx.session
-        return f"{s.agent or s.client_name or s.id}@{s.peer}"
+        return f"{s.principal}@{s.peer}"
 
     def _window(self, key: str, now: int) -> _Window:
         window = self._windows.get(key)
