@@ -56,7 +56,8 @@ bench: setup
 	$(BIN)/python bench/policy_eval.py
 	$(BIN)/python bench/discovery_scan.py
 	$(BIN)/python bench/ledger_write.py
-	$(BIN)/python bench/proxy_overhead.py
+	$(BIN)/python bench/proxy_overhead.py --stages core
+	$(BIN)/python bench/proxy_overhead.py --stages all
 
 clean:
 	rm -rf src/mcpwall/_native_build $(VENV) node_modules $(CONF_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache
