@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from mcpwall._secretfile import create_once
 from mcpwall.ledger._errors import LedgerConfigError
 
 try:
@@ -56,16 +57,7 @@ def load_key(home: Path, *, create: bool = True) -> bytes:
     if not path.exists():
         if not create:
             raise LedgerConfigError(f"no ledger key: {path} does not exist and {KEY_ENV} is not set")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            os.chmod(path.parent, 0o700)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass  # another process created it first: use theirs
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(secrets.token_hex(32) + "\n")
+        create_once(path, secrets.token_hex(32))  # another process may have won: its key is the one read
     try:
         if path.stat().st_mode & 0o077:
             log.warning("ledger key %s is readable by other users; chmod 600 it", path)

@@ -12,6 +12,7 @@ import re
 import secrets
 from pathlib import Path
 
+from mcpwall._secretfile import create_once
 from mcpwall.errors import ConfigError
 
 TOKEN_ENV = "MCPWALL_TOKEN"
@@ -75,11 +76,9 @@ def load_token(home: Path, token_file: Path | None) -> tuple[str, str]:
     if token_file is not None:
         return read_secret(token_file), str(token_file)
     path = token_path(home)
-    if path.exists():
-        return read_secret(path), str(path)
-    token = secrets.token_urlsafe(32)
-    write_secret(path, token)
-    return token, str(path)
+    if not path.exists():
+        create_once(path, secrets.token_urlsafe(32))  # another gateway may have won: its token is the one read
+    return read_secret(path), str(path)
 
 
 __all__ = ["TOKEN_ENV", "load_named_tokens", "load_token", "read_secret", "token_path", "write_secret"]
