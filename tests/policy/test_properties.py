@@ -9,6 +9,7 @@ and the fast path decides exactly like the reference path.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -174,3 +175,26 @@ def test_fast_path_decides_exactly_like_the_reference(rules: list[dict[str, Any]
         fast = evaluate(policy, facts, ctx(workday))
         slow = evaluate_slow(policy, facts, ctx(workday))
         assert fast == slow
+
+
+def test_redaction_reaches_into_json_carried_in_a_string() -> None:
+    """The facts read JSON inside a string argument (the server parses it), and name its keys
+    `arg#json.key`: the forwarded string must lose them too, at any depth, in objects and lists."""
+    policy = compile_doc([{"id": "r", "target": "argName", "match": "contains", "values": ["password"],
+                           "action": "redact"}], default="allow")
+    inner = {"user": "ada", "password": "hunter2", "more": [{"db_password": "x", "id": 1}],
+             "again": json.dumps({"password": "deeper", "ok": True})}
+    args = {"payload": json.dumps(inner), "list": json.dumps([{"password": "p"}, 2]), "plain": "{not json",
+            "password": "top"}
+    d = evaluate(policy, prepare(Call(name="t", arguments=args)), ctx(False))
+    assert set(d.redacted_keys) == {"payload#json.password", "payload#json.more[0].db_password",
+                                    "payload#json.again#json.password", "list#json[0].password", "password"}
+    cleaned = redact_arguments(args, d.redacted_keys)
+    assert "password" not in cleaned
+    assert cleaned["plain"] == "{not json"
+    assert json.loads(cleaned["list"]) == [{}, 2]
+    payload = json.loads(cleaned["payload"])
+    assert json.loads(payload.pop("again")) == {"ok": True}
+    assert payload == {"user": "ada", "more": [{"id": 1}]}
+    assert "hunter2" not in json.dumps(cleaned)
+    assert "deeper" not in json.dumps(cleaned)
