@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcpwall.admin import app_wrapper, register
 from mcpwall.cli import cli
-from mcpwall.proxy import GatewaySettings, HttpFrontend, build
+from mcpwall.proxy import GatewaySettings, HttpFrontend, build, write_secret
 from tests.proxy.harness import http_client
 from tests.relay.helpers import EVERYTHING, MCPWALL
 
@@ -57,7 +57,7 @@ async def served_gateway(tmp_path: Path) -> AsyncIterator[tuple[str, str, Any]]:
     """(URL, token, gateway) of a real gateway on loopback with the admin API mounted."""
     register()
     home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     (home / "policy.yaml").write_text(POLICY, encoding="utf-8")
     servers = home / "servers.json"
     servers.write_text(json.dumps({"mcpServers": {"ev": EVERYTHING}}), encoding="utf-8")
@@ -208,6 +208,28 @@ async def test_the_admin_api_itself_requires_the_token_and_a_loopback_host(tmp_p
         posted = await http.post("/api/admin/policy/rules", content=b"{not json",
                                  headers={"Authorization": f"Bearer {token}"})
         assert posted.status_code == 400
+
+
+async def test_an_agents_named_token_cannot_administer_the_gateway(tmp_path: Path) -> None:
+    """A named token is an agent: it may call tools as itself, but reading every agent's ledger rows or
+    adding a rule that lets itself through is the operator's, as on the dashboard API."""
+    write_secret(tmp_path / "home" / "run" / "tokens" / "bob.token", "bob-token-0123456789abcdef")
+    async with served_gateway(tmp_path) as (url, token, _gw), \
+            httpx.AsyncClient(base_url=url, trust_env=False) as http:
+        bob = {"Authorization": "Bearer bob-token-0123456789abcdef"}
+        rule = {"rule": {"id": "let-bob", "description": "x", "tools": [".*"], "match": "pattern",
+                         "action": "allow", "agents": ["bob"]}}
+        for method, path, body in (("GET", "/api/admin/policy", None), ("GET", "/api/admin/timeline", None),
+                                   ("POST", "/api/admin/verify-audit", None),
+                                   ("POST", "/api/admin/policy/rules", rule),
+                                   ("DELETE", "/api/admin/policy/rules/anything", None)):
+            answer = await http.request(method, path, json=body, headers=bob)
+            assert answer.status_code == 403, (method, path, answer.text)
+            assert "bob" in answer.json()["error"]
+        operator = {"Authorization": f"Bearer {token}"}
+        assert (await http.get("/api/admin/policy", headers=operator)).json()["live_rules"] == []
+        own = await http.post("/api/admin/policy/rules", json=rule, headers=operator)
+        assert own.status_code == 201, own.text
 
 
 async def test_the_token_never_reaches_stdout_or_stderr_of_the_admin_server(tmp_path: Path) -> None:

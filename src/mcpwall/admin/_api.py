@@ -7,8 +7,9 @@
                                              session, since, until, cursor, limit (<= 500)
     POST   /api/admin/verify-audit           the ledger's HMAC chain check
 
-Every route needs the gateway's bearer token (and passes its Host/Origin
-checks): it is the same `AuthStage.admit` the MCP endpoints use. Bodies and
+Every route needs the gateway's own bearer token (an agent's named token gets
+403) and passes its Host/Origin checks: the same `AuthStage.admit` the MCP
+endpoints use. Bodies and
 answers are JSON; errors are `{"error": message}` with a 4xx/5xx status.
 """
 
@@ -60,9 +61,15 @@ class AdminApi:
         if not isinstance(auth, AuthStage):
             await _json(send, 503, {"error": "the gateway has no authentication stage"})
             return
-        reject, _identity = auth.admit(headers)
+        reject, identity = auth.admit(headers)
         if reject is not None:
             await _json(send, reject.http_status if reject.http_status != 200 else 401, {"error": reject.message})
+            return
+        if identity:
+            # A named token is an agent: it must not read other agents' ledger rows or change the policy
+            # that governs it. Administration takes the gateway's own token, as the dashboard API does.
+            await _json(send, 403, {"error": f"the token of agent {identity!r} cannot use the admin API; "
+                                             "use the gateway's token"})
             return
         try:
             status, body = await self._route(scope["method"], scope["path"], scope.get("query_string", b""),
