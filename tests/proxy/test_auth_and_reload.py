@@ -221,6 +221,38 @@ def test_a_named_token_is_an_identity_a_header_cannot_override(tmp_path: Path) -
         g.stop()
 
 
+def test_a_session_answers_only_to_the_token_that_opened_it(tmp_path: Path) -> None:
+    """Another agent's token holding a session's id cannot call in it as that agent, listen to it or end it."""
+    home = tmp_path / "home"
+    for agent in ("alice", "bob"):
+        write_secret(home / "run" / "tokens" / f"{agent}.token", f"{agent}-token-{agent * 8}")
+    policy = PERMISSIVE.replace("rules:\n", "rules:\n  - {id: no-bob, tools: [read_graph], agents: [bob], "
+                                           "action: deny}\n")
+    g = GatewayProcess(home, {"memory": MEMORY}, policy).start()
+    try:
+        accept = {"Accept": "application/json, text/event-stream"}
+        alice = {**accept, "Authorization": "Bearer alice-token-" + "alice" * 8}
+        bob = {**accept, "Authorization": "Bearer bob-token-" + "bob" * 8}
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "a", "version": "1"}}}
+        sid = g.post("/mcp", init, alice).headers["mcp-session-id"]
+        in_alices = {"Mcp-Session-Id": sid}
+        g.post("/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, {**alice, **in_alices})
+        call = {**PING, "params": {"name": "memory__read_graph", "arguments": {}}}
+        assert "result" in g.post("/mcp", call, {**alice, **in_alices}).json()
+        # bob is denied read_graph; in alice's session he was decided as alice, and could end it
+        for headers in (bob, {**accept, **g.headers}):
+            refused = g.post("/mcp", call, {**headers, **in_alices})
+            assert refused.status_code == 404
+            assert refused.json()["error"]["code"] == -32600
+            assert httpx.delete(f"{g.url}/mcp", headers={**headers, **in_alices}).status_code == 404
+            assert httpx.get(f"{g.url}/mcp", timeout=5,
+                             headers={**headers, **in_alices, "Accept": "text/event-stream"}).status_code == 404
+        assert "result" in g.post("/mcp", call, {**alice, **in_alices}).json()
+    finally:
+        g.stop()
+
+
 def test_server_names_and_the_gateways_own_routes(tmp_path: Path) -> None:
     with gateway(tmp_path, {"uitools": MEMORY, "mcp": MEMORY}) as g:
         r = g.post("/uitools", PING)  # its plain route, not the dashboard's /ui

@@ -235,7 +235,10 @@ class HttpFrontend:
         method = scope["method"]
         sid = headers.get("mcp-session-id")
         session = self.gateway.sessions.get(sid) if sid else None
-        if session is not None and session.server != server:
+        if session is not None and (session.kind != "http" or session.server != server
+                                    or session.principal != (identity or "")):
+            # A session belongs to the token that opened it: another agent's token holding its id (from a log,
+            # a shared proxy) must not call, listen or close as that agent. To the caller it does not exist.
             session = None
         if method == "DELETE":
             if session is None:
