@@ -102,6 +102,30 @@ async def test_redacted_keys_never_reach_the_upstream(gw: GatewayProcess, marker
     assert second["note"] == '{"not": "json"'
 
 
+def test_a_call_sent_without_an_id_is_refused_and_never_reaches_the_upstream(gw: GatewayProcess,
+                                                                             markers: Path) -> None:
+    """`tools/call` as a notification would pass no policy and leave no ledger row; a server that acts
+    on it anyway (this one logs it) must never see it, on either route."""
+    before = len(upstream_calls(markers))
+    call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "act", "arguments": {"x": 1}}}
+    plain = gw.post("/log", call)
+    assert plain.status_code == 400
+    assert plain.json()["error"]["code"] == -32600
+    accept = {"Accept": "application/json, text/event-stream"}
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    sid = {"Mcp-Session-Id": gw.post("/mcp/log", init, accept).headers["mcp-session-id"], **accept}
+    gw.post("/mcp/log", {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+    for method in ("tools/call", "resources/read", "prompts/get"):
+        answer = gw.post("/mcp/log", {**call, "method": method}, sid)
+        assert answer.status_code == 400, method
+        assert answer.json()["error"]["code"] == -32600
+    assert len(upstream_calls(markers)) == before
+    # the session and the route still serve calls with an id
+    assert "result" in gw.post("/log", {**call, "id": 5, "params": {"name": "echo", "arguments": {}}}).json()
+    assert len(upstream_calls(markers)) == before + 1
+
+
 async def test_client_and_agent_identity_reach_the_decision(gw: GatewayProcess, markers: Path) -> None:
     from mcp_types import Implementation
 

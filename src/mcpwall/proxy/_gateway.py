@@ -314,6 +314,12 @@ class Gateway:
         if kind == "request":
             return await self._request(session, msg, emit, 0)
         if kind == "notification":
+            if not msg["method"].startswith("notifications/"):
+                # A request's method without an id (`tools/call` as a notification) would reach the server
+                # outside the pipeline: no policy decision, no ledger row. It is refused, and loudly.
+                text = f"{msg['method']} is a request and needs an id; only notifications/* may come without one"
+                await self.refused(msg, ErrorCode.INVALID_REQUEST, text, session=session, server=session.server)
+                return error(None, ErrorCode.INVALID_REQUEST, text)
             await self._client_notification(session, msg)
         else:
             await self._client_response(session, msg)

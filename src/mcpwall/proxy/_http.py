@@ -455,6 +455,9 @@ class HttpFrontend:
                 return
         else:
             response = await self.gateway.handle(session, msg)
+            if response is not None:  # not a request, and refused: no call to answer under, so the HTTP says it
+                await _reply_json(send, 400, response)
+                return
         if response is None:
             await _reply(send, 202, b"")
         else:
