@@ -121,6 +121,11 @@ _JSON_OPENERS = frozenset("{[")
 _PATH_KEY = re.compile(r"(/|~/|\.\.?/|file:|\\\\|[A-Za-z]:[\\/]|%2[fF])")
 #: Longest string argument parsed as embedded JSON.
 MAX_EMBEDDED_JSON = 64 * 1024
+#: Longest list of strings also read as one command line (an argv), and the keys that name a program
+#: and its arguments side by side.
+MAX_ARGV = 256
+_PROGRAM_KEYS = frozenset({"command", "cmd", "program", "executable", "exe", "bin", "binary"})
+_ARGV_KEYS = frozenset({"args", "argv", "arguments", "params", "parameters", "options", "flags"})
 
 
 class _Walker:
@@ -159,13 +164,30 @@ class _Walker:
                 if ks.lower() in _ENV_KEYS and isinstance(v, Mapping):
                     self.env_keys.extend(str(e) for e in v)
                 self.walk(v, sub, ks, depth + 1)
+            self._command_line(value, path)
         elif isinstance(value, list | tuple):
             for i, v in enumerate(value):
                 self.walk(v, f"{path}[{i}]", key, depth + 1)
+            if 1 < len(value) <= MAX_ARGV and all(type(v) is str for v in value):
+                # An argv (`["rm", "-rf", "/"]`) runs as one command line: the patterns see it joined too.
+                self._leaf(" ".join(value), f"{path}[*]", key)
         else:
             text = _scalar_text(value)
             if text is not None:
                 self._leaf(text, path, key)
+
+    def _command_line(self, value: Mapping[Any, Any], path: str) -> None:
+        """`{"command": "rm", "args": ["-rf", "/"]}`: the program and its arguments, as one command line."""
+        if len(value) < 2:
+            return
+        program = next((v for k, v in value.items() if type(v) is str and str(k).lower() in _PROGRAM_KEYS), None)
+        if program is None:
+            return
+        for k, v in value.items():
+            if str(k).lower() in _ARGV_KEYS and isinstance(v, list) and 0 < len(v) <= MAX_ARGV \
+                    and all(type(a) is str for a in v):
+                self._leaf(" ".join([program, *v]), f"{path}#argv" if path else "#argv", str(k))
+                return
 
     def _leaf(self, text: str, path: str, key: str) -> None:
         variants, canonical = forms(text, self.home)
