@@ -437,3 +437,13 @@ def test_a_command_given_as_an_argument_list_is_read_as_one_command_line(args: d
 ])
 def test_ordinary_argument_lists_stay_allowed(args: dict[str, object]) -> None:
     assert decide(SHIPPED_ALLOW, "run_command", args).action == "allow", args
+
+
+@pytest.mark.parametrize("path", ["/workspace/", "/workspace/./", "/workspace//", "/workspace/src/"])
+def test_an_allowed_directory_is_allowed_however_its_trailing_slash_is_spelled(path: str) -> None:
+    assert decide(SHIPPED, "read_file", {"path": path}, now=WORKDAY).action == "allow", path
+
+
+def test_a_trailing_slash_does_not_reach_past_the_allowed_directory() -> None:
+    for path in ("/workspace/../etc/", "/workspace/../root/.ssh/"):
+        assert decide(SHIPPED, "read_file", {"path": path}, now=WORKDAY).action == "deny", path

@@ -207,6 +207,8 @@ class _Walker:
         for v in variants:
             if v.startswith("/") and "\x00" not in v:
                 real = self.realpath(v)
+                if v.endswith("/") and not real.endswith("/"):
+                    real += "/"  # realpath drops it; `/workspace/` must stay the directory the rules name
                 if real != v and real not in variants and real not in extra:
                     extra.append(real)
                     if v == canonical:
