@@ -39,6 +39,12 @@ POLICY = PERMISSIVE.replace(_STAGES, "") + """\
     tools: [act]
     agents: [intern]
     action: deny
+  - id: no-completable-prompt
+    description: A prompt nobody may use
+    target: prompt
+    match: exact
+    values: [completable-prompt]
+    action: deny
 """ + _STAGES
 
 
@@ -124,6 +130,22 @@ def test_a_call_sent_without_an_id_is_refused_and_never_reaches_the_upstream(gw:
     # the session and the route still serve calls with an id
     assert "result" in gw.post("/log", {**call, "id": 5, "params": {"name": "echo", "arguments": {}}}).json()
     assert len(upstream_calls(markers)) == before + 1
+
+
+async def test_a_denied_prompt_cannot_be_completed_either(gw: GatewayProcess) -> None:
+    """completion/complete asks the server about a prompt: denied with the prompt, not forwarded."""
+    from mcp_types import PromptReference
+
+    async with http_client(f"{gw.url}/mcp/everything", gw.token) as c:
+        assert "completable-prompt" not in {p.name for p in (await c.list_prompts()).prompts}
+        with pytest.raises(MCPError) as info:
+            await c.get_prompt("completable-prompt", {"department": "Engineering"})
+        assert info.value.code == -32001
+        with pytest.raises(MCPError) as info:
+            await c.complete(PromptReference(type="ref/prompt", name="completable-prompt"),
+                             {"name": "department", "value": "E"})
+        assert info.value.code == -32001
+        assert "no-completable-prompt" in str(info.value.data)
 
 
 async def test_client_and_agent_identity_reach_the_decision(gw: GatewayProcess, markers: Path) -> None:
