@@ -160,6 +160,27 @@ def test_the_key_is_generated_private_or_taken_from_the_environment(tmp_path: Pa
         open_ledger(tmp_path, create=False).verify()
 
 
+def test_a_new_ledger_verifies_between_its_first_commit_and_its_first_checkpoint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer advances the checkpoint just after each commit; a verify in between (the admin API's,
+    a CLI's) found rows and no checkpoint for this ledger and reported it broken. A new ledger is
+    checkpointed at row 0 when it is created."""
+    import mcpwall.ledger._writer as writer
+
+    monkeypatch.setattr(writer, "write_checkpoint", lambda *args, **kwargs: None)  # it has not got there yet
+    with open_ledger(tmp_path) as ledger:
+        for i in range(3):
+            ledger.record(make_event(i + 1))
+    with open_ledger(tmp_path) as ledger:
+        report = ledger.verify()
+        assert report.ok, report.problem
+        assert (report.rows, report.checkpoint_seq) == (3, 0)
+    # a checkpoint that is gone is still reported: nothing writes row 0 over a ledger with rows
+    ledger.checkpoint_file.unlink()
+    with open_ledger(tmp_path) as reopened:
+        assert "no checkpoint" in (reopened.verify().problem or "")
+
+
 def test_urls_name_sqlite_files_or_postgresql(tmp_path: Path) -> None:
     assert parse_url(tmp_path, None).path == tmp_path / "ledger.db"
     assert parse_url(tmp_path, "sqlite:///var/lib/mcpwall/l.db").path == Path("/var/lib/mcpwall/l.db")

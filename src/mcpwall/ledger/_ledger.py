@@ -23,7 +23,7 @@ from typing import IO, Any, TypeVar
 import orjson
 
 from mcpwall.ledger._backend import Backend, Connection, open_backend, parse_url
-from mcpwall.ledger._chain import checkpoint_path, load_key, other_ledgers
+from mcpwall.ledger._chain import checkpoint_path, load_key, other_ledgers, write_checkpoint
 from mcpwall.ledger._errors import LedgerConfigError, LedgerError, LedgerUnavailable
 from mcpwall.ledger._event import BuildOptions, Event
 from mcpwall.ledger._options import LedgerOptions
@@ -359,6 +359,12 @@ def open_ledger(home: Path, url: str | None = None, *, options: LedgerOptions | 
     ledger = Ledger(home, backend, ledger_id, options, conn, create_key=create)
     if create:
         _ = ledger.key  # generate the key now, not on the writer thread
+        head = conn.execute("SELECT seq FROM ledger_head WHERE id = 1")
+        if not head or not head[0][0]:
+            # An empty ledger is checkpointed at row 0 before its first commit: the writer advances the
+            # checkpoint just after each commit, and a verify between the first commit and that write
+            # found rows and no checkpoint for them ("truncation cannot be ruled out"). Never moves it back.
+            write_checkpoint(ledger.checkpoint_file, ledger.key, ledger_id, 0, "")
     return ledger
 
 
