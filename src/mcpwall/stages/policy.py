@@ -30,8 +30,14 @@ def call_for(ctx: RequestContext) -> Call:
     params = ctx.params
     session = ctx.session
     description = ""
-    if ctx.method in ("tools/call", "resources/read", "resources/subscribe"):
-        arguments = params.get("arguments") if ctx.method == "tools/call" else params
+    method = ctx.method
+    if method == "completion/complete":
+        # decided as the prompt (or resource) whose arguments it completes, without arguments
+        ref = params.get("ref")
+        method = "prompts/get" if isinstance(ref, dict) and ref.get("type") == "ref/prompt" else "resources/read"
+        arguments: Any = {} if method == "prompts/get" else {"uri": ctx.target}
+    elif method in ("tools/call", "resources/read", "resources/subscribe"):
+        arguments = params.get("arguments") if method == "tools/call" else params
     else:
         arguments = params.get("arguments")
     if ctx.server is not None and ctx.method == "tools/call":
@@ -40,7 +46,7 @@ def call_for(ctx: RequestContext) -> Call:
             tool = upstream.catalog.tools.get(ctx.target)
             if tool is not None and isinstance(tool.get("description"), str):
                 description = tool["description"]
-    return Call(method=ctx.method, name=ctx.target, arguments=arguments if isinstance(arguments, dict) else {},
+    return Call(method=method, name=ctx.target, arguments=arguments if isinstance(arguments, dict) else {},
                 server=ctx.server or "", description=description, client=session.client_name,
                 agent=session.agent, session=session.id)
 
@@ -59,16 +65,6 @@ def render(template: Any, arguments: dict[str, Any]) -> Any:
     return template
 
 
-def _completion_call(ctx: RequestContext) -> Call:
-    """The policy's view of a completion: the prompt or resource whose arguments it completes."""
-    ref = ctx.params.get("ref")
-    prompt = isinstance(ref, dict) and ref.get("type") == "ref/prompt"
-    session = ctx.session
-    return Call(method="prompts/get" if prompt else "resources/read", name=ctx.target,
-                arguments={} if prompt else {"uri": ctx.target}, server=ctx.server or "",
-                client=session.client_name, agent=session.agent, session=session.id)
-
-
 def _error_data(decision: Decision) -> dict[str, Any]:
     return {"reasons": list(decision.reasons), "rule_ids": list(decision.rule_ids),
             "revision": decision.revision, "mode": decision.mode}
@@ -81,15 +77,18 @@ class PolicyStage(Stage):
         self.counts: dict[str, int] = {}
 
     async def on_request(self, ctx: RequestContext) -> Reject | None:
-        if ctx.method == "completion/complete":
-            return self._completion(ctx)
-        if ctx.method not in POLICED:
+        completion = ctx.method == "completion/complete"
+        if not completion and ctx.method not in POLICED:
             return None
         policy = ctx.gateway.policy.current
         call = call_for(ctx)
         facts = prepare(call)
         decision = evaluate(policy, facts, Context(now=local_now(),
                                                    requests_last_minute=ctx.notes.get("requests_last_minute", 1)))
+        if completion and decision.action != "deny":
+            # Completing a prompt's or resource template's arguments asks its server about it: refused when
+            # the prompt or resource is denied, nothing else (one partial value; no call to hold or change).
+            return None
         ctx.decision = decision
         ctx.timeout_ms = decision.timeout_ms
         self.counts[decision.action] = self.counts.get(decision.action, 0) + 1
@@ -140,18 +139,6 @@ class PolicyStage(Stage):
                 params = {**params, "arguments": redact_arguments(rewritten, again.redacted_keys)}
         ctx.params = params
         return None
-
-    def _completion(self, ctx: RequestContext) -> Reject | None:
-        """Completing a prompt's or a resource template's arguments asks its server about it: refused when
-        the prompt or resource itself is denied. Nothing else applies (no ask, redaction or rewrite: a
-        completion carries one partial value, and there is no call to hold or change)."""
-        decision = evaluate(ctx.gateway.policy.current, prepare(_completion_call(ctx)),
-                            Context(now=local_now(), requests_last_minute=ctx.notes.get("requests_last_minute", 1)))
-        if decision.action != "deny":
-            return None
-        ctx.decision = decision
-        self.counts["deny"] = self.counts.get("deny", 0) + 1
-        return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + "; ".join(decision.reasons), _error_data(decision))
 
     async def _ask(self, ctx: RequestContext, decision: Decision) -> Reject | None:
         """Hold the call for a person; None lets it run."""
