@@ -11,6 +11,7 @@ credentials' shape; fixed cases cover the known token formats.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -130,3 +131,24 @@ def test_a_command_line_in_one_argument_is_redacted_word_by_word() -> None:
     assert redact_args(["--password=correct horse battery staple"]) == ["--password=***"]  # one value
     # whitespace shlex does not split on (it recursed without end)
     assert redact_args(["-c", "srv\u00a0--token\u000bSUPERSECRETVALUE123456789"]) == ["-c", "srv --token ***"]
+
+
+def test_a_word_like_secret_is_masked_as_a_value_but_names_ids_and_paths_stay_readable(tmp_path: Path) -> None:
+    """Issue 29, item 4: an inline credential `secret` turned `srv-secret-env-names` into `srv-***-env-names`."""
+    home, state = tmp_path / "home", tmp_path / "state"
+    write(home, ".cursor/mcp.json", json.dumps({"mcpServers": {
+        "srv-secret-env-names": {"command": "srv", "env": {"API_PASSWORD": "secret"}},
+        "plain-secret-name": {"command": "/opt/secret/bin/srv", "args": ["--password", "secret"]},
+    }}))
+    base = ["--scan-home", str(home), "--platform", "linux"]
+    for args in (["check", "--json"], ["report"], ["report", "--format", "json"], ["report", "--sarif"]):
+        text = CliRunner().invoke(cli, [*args, *base], catch_exceptions=False).output
+        for name in ("srv-secret-env-names", "plain-secret-name"):
+            assert name in text, args
+        for masked_name in ("-***", "/***", "***-"):
+            assert masked_name not in text, args
+        assert re.search(r"(?<![\w.\-/])secret(?![\w.\-/])", text) is None, args
+    markdown = CliRunner().invoke(cli, ["report", *base], catch_exceptions=False).output
+    assert "/opt/secret/bin/srv --password ***" in markdown
+    assert "| inline-secret |" in markdown
+    assert all("srv-***" not in text for text in outputs(home, state))

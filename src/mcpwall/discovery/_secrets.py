@@ -228,12 +228,25 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, path, query, parts.fragment))
 
 
+#: What may stand next to a value inside a name, an id or a path (`srv-secret-env`, `inline-secret`,
+#: `/opt/secret/bin`): a word-like value touching one of these is part of that name, not the value.
+_NAME_CHARS = r"[\w.\-/]"
+
+
 class Scrubber:
-    """Masks every known secret value in a text: the last line of defence of every renderer."""
+    """Masks every known secret value in a text: the last line of defence of every renderer.
+
+    A value shaped like a credential (`looks_like_token`) is masked wherever it occurs: no name
+    holds one by chance. A word-like value (`secret`, `hunter22`) is masked only where it stands
+    as a value, not inside a longer name, rule id or path: masking it everywhere turned the
+    server `srv-secret-env-names` into `srv-***-env-names` (issue 29).
+    """
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         keep = sorted({v for v in values if isinstance(v, str) and len(v.strip()) >= 5}, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(v) for v in keep)) if keep else None
+        alternatives = [re.escape(v) if looks_like_token(v) else f"(?<!{_NAME_CHARS}){re.escape(v)}(?!{_NAME_CHARS})"
+                        for v in keep]
+        self._pattern = re.compile("|".join(alternatives)) if alternatives else None
 
     def __call__(self, text: str) -> str:
         if self._pattern is None:
