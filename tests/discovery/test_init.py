@@ -112,25 +112,31 @@ def test_comments_and_layout_outside_the_rewritten_entries_survive(tmp_path: Pat
     assert "# MCP servers for Codex" in (home / USER_PATHS["codex"]["linux"]).read_text()
 
 
-def test_remote_servers_go_through_the_gateway_with_its_token(tmp_path: Path) -> None:
+def test_remote_servers_go_through_the_gateway_each_client_with_its_own_token(tmp_path: Path) -> None:
     home, state = tmp_path / "home", tmp_path / "state"
     build_home(home, "linux")
     assert init(home, state, "--yes").exit_code == 0
-    token = (state / "run" / "gateway.token").read_text().strip()
-    assert oct((state / "run" / "gateway.token").stat().st_mode & 0o777) == "0o600"
-    bearer = {"Authorization": f"Bearer {token}"}
+    assert not (state / "run" / "gateway.token").exists()  # init needs no gateway token (issue 22)
+
+    def bearer(client: str) -> dict[str, str]:
+        path = state / "run" / "tokens" / f"{client}.token"
+        assert oct(path.stat().st_mode & 0o777) == "0o600"
+        return {"Authorization": f"Bearer {path.read_text().strip()}"}
+
     gw = "http://127.0.0.1:9420/mcp/"
     sentry = cfg(home, "claude-code")["mcpServers"]["sentry"]
-    assert sentry == {"type": "http", "url": gw + "sentry", "headers": bearer}
-    assert cfg(home, "cursor")["mcpServers"]["linear"] == {"url": gw + "linear", "headers": bearer}
+    assert sentry == {"type": "http", "url": gw + "sentry", "headers": bearer("claude-code")}
+    assert cfg(home, "cursor")["mcpServers"]["linear"] == {"url": gw + "linear", "headers": bearer("cursor")}
     remote = cfg(home, "vscode")["servers"]["github-remote"]
-    assert remote == {"type": "http", "url": gw + "github-remote", "headers": bearer}
-    assert cfg(home, "windsurf")["mcpServers"]["remote-docs"] == {"serverUrl": gw + "remote-docs", "headers": bearer}
-    assert cfg(home, "gemini-cli")["mcpServers"]["sseServer"] == {"httpUrl": gw + "sseServer", "headers": bearer}
+    assert remote == {"type": "http", "url": gw + "github-remote", "headers": bearer("vscode")}
+    assert cfg(home, "windsurf")["mcpServers"]["remote-docs"] == {"serverUrl": gw + "remote-docs",
+                                                                  "headers": bearer("windsurf")}
+    assert cfg(home, "gemini-cli")["mcpServers"]["sseServer"] == {"httpUrl": gw + "sseServer",
+                                                                  "headers": bearer("gemini-cli")}
     figma = cfg(home, "codex")["mcp_servers"]["figma"]
-    assert figma == {"url": gw + "figma", "http_headers": bearer}  # bearer_token_env_var was for the upstream
+    assert figma == {"url": gw + "figma", "http_headers": bearer("codex")}  # bearer_token_env_var was the upstream's
     goose = cfg(home, "goose")["extensions"]["remote-tools"]
-    assert (goose["type"], goose["uri"], goose["headers"]) == ("streamable_http", gw + "remote-tools", bearer)
+    assert (goose["type"], goose["uri"], goose["headers"]) == ("streamable_http", gw + "remote-tools", bearer("goose"))
     cline = cfg(home, "cline")["mcpServers"]["remote-sse"]
     assert (cline["url"], cline["disabled"]) == (gw + "remote-sse", True)
     assert cfg(home, "continue")["mcpServers"][1]["type"] == "streamable-http"

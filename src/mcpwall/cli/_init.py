@@ -3,8 +3,11 @@
 `init` shows the risk table, writes `<home>/policy.yaml` (mode from
 `--policy`, default audit) and `<home>/risk-report.md`, then, with consent
 (`--yes`, or a yes at the prompt), rewrites each client config: stdio servers
-run through `mcpwall wrap`, remote servers through the gateway. Every file is
-backed up first; `uninstall` puts each back byte for byte, refusing files
+run through `mcpwall wrap`, remote servers through the gateway, each client
+with a named token of its own (`<home>/run/tokens/<client>.token`: it calls
+tools, and cannot approve, administer or read the ledger; the gateway's token
+is never written into a client config). A file that then holds a token is
+written 0600. Every file is backed up first; `uninstall` puts each back byte for byte, refusing files
 changed since (unless `--force`). `--dry-run` shows the plan and writes
 nothing.
 """
@@ -35,7 +38,8 @@ def _show_plan(console: Any, p: Any, scrub: Any) -> None:
             console.print(Text(scrub(f"  not rewritten: {fp.error}"), style="yellow"), soft_wrap=True)
             continue
         for c in fp.changes:
-            how = "mcpwall wrap" if c.kind == "wrap" else "the gateway (/mcp/" + c.name + ")"
+            how = {"wrap": "mcpwall wrap", "retoken": "its own token instead of the gateway's"}.get(
+                c.kind, f"the gateway (/mcp/{c.name}, with its own token)")
             console.print(Text(scrub(f"  {c.entry.name} -> {how}")), soft_wrap=True)
     for entry, reason in p.skipped:
         console.print(Text(scrub(f"  skipped {entry.client} {entry.name}: {reason}"), style="dim"), soft_wrap=True)
@@ -87,6 +91,8 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
         scrubber_for,
     )
     from mcpwall.discovery._backup import write_atomic
+    from mcpwall.discovery._clienttokens import admin_tokens
+    from mcpwall.discovery._clienttokens import issue as issue_tokens
     from mcpwall.discovery._policyseed import policy_state, previous_seed, write_policy
 
     state_home = resolve_home(home)
@@ -99,7 +105,7 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
     state = policy_state(state_home)
     own_policy = state in ("absent", "ours") or overwrite_policy
     kwargs: dict[str, Any] = {"exe": exe, "gateway": gateway_url, "home_arg": _home_arg(state_home),
-                              "route_remote": own_policy}
+                              "route_remote": own_policy, "admin_tokens": admin_tokens(state_home)}
     p = plan_init(result, state_home, **kwargs)
     consent = yes
     if p.changes and not yes and not dry_run and not as_json:
@@ -109,10 +115,9 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
                                     f"{sum(1 for f in p.files if not f.error)} file(s)?", default=False)
         except click.Abort:
             consent = False
-    if consent and any(c.kind == "gateway" for c in p.changes) and not dry_run:
-        from mcpwall.proxy import load_token
-
-        p = plan_init(result, state_home, token=load_token(state_home, None)[0], **kwargs)
+    needing = {f.client for f in p.files if not f.error and any(c.kind != "wrap" for c in f.changes)}
+    if consent and needing and not dry_run:
+        p = plan_init(result, state_home, tokens=issue_tokens(state_home, needing), **kwargs)
     summary: dict[str, Any] = {"dryRun": dry_run, "mode": mode, "policy": None, "report": None, "rewritten": [],
                                "errors": [], "skipped": [{"client": e.client, "name": e.name, "path": str(e.file),
                                                           "reason": r} for e, r in p.skipped]}

@@ -7,6 +7,10 @@ and after. Re-running `init` on a file adds a link to its chain. `uninstall`
 restores the first backup (the file as it was before mcpwall) byte for byte,
 and refuses when the file changed since mcpwall last wrote it, or changed
 between two `init` runs, unless forced: restoring would lose those edits.
+The manifest also lists the named client tokens init created
+(`_clienttokens.py`); `uninstall` deletes each one once every file of its
+client is restored (a refused file still uses it), so the gateway stops
+accepting it.
 
 Writes go to the file a symlink points at (dotfile managers link configs),
 through a temporary file and `os.replace`, keeping the file's mode.
@@ -70,10 +74,12 @@ def file_mode(path: Path) -> int | None:
 
 @dataclass
 class Manifest:
-    """What init changed: file path -> chain of {backup, before, after, time, servers}."""
+    """What init changed: file path -> chain of {backup, before, after, time, servers}, and the
+    named tokens it created: identity -> {client, sha256}."""
 
     home: Path
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, home: Path) -> Manifest:
@@ -86,17 +92,20 @@ class Manifest:
             raise MCPWallError(f"{path}: unreadable init manifest ({exc}); restore from {init_dir(home)} by hand") from exc
         if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
             raise MCPWallError(f"{path}: unknown manifest version")
-        return cls(home, dict(data.get("files") or {}))
+        tokens = data.get("tokens")
+        return cls(home, dict(data.get("files") or {}), dict(tokens) if isinstance(tokens, dict) else {})
 
     def save(self) -> None:
         directory = init_dir(self.home)
         directory.mkdir(parents=True, exist_ok=True)
         os.chmod(directory, 0o700)
-        if not self.files:
+        if not self.files and not self.tokens:
             with contextlib.suppress(OSError):
                 manifest_path(self.home).unlink()
             return
-        data = {"version": MANIFEST_VERSION, "files": self.files}
+        data: dict[str, Any] = {"version": MANIFEST_VERSION, "files": self.files}
+        if self.tokens:
+            data["tokens"] = self.tokens
         write_atomic(manifest_path(self.home), (json.dumps(data, indent=2) + "\n").encode(), 0o600)
 
     def record(self, path: Path, client: str, before: bytes, after: bytes, servers: list[str]) -> None:
@@ -120,7 +129,7 @@ class Restore:
 
     path: str
     client: str
-    action: str  # restored | refused | missing-backup | would-restore
+    action: str  # restored | refused | missing-backup | would-restore | revoked | would-revoke | kept
     reason: str = ""
 
 
@@ -175,8 +184,38 @@ def uninstall(home: Path, *, force: bool = False, dry_run: bool = False) -> list
                 Path(link["backup"]).unlink()
         del manifest.files[path_str]
         out.append(Restore(path_str, client, "restored", reason))
+    out += _revoke_tokens(manifest, dry_run=dry_run)
     if not dry_run:
         manifest.save()
+    return out
+
+
+def _revoke_tokens(manifest: Manifest, *, dry_run: bool) -> list[Restore]:
+    """Delete the named tokens init created whose client no longer has a rewritten file."""
+    out: list[Restore] = []
+    in_use = {str(entry.get("client", "")) for entry in manifest.files.values()}
+    for identity, info in list(manifest.tokens.items()):
+        client = str(info.get("client", ""))
+        path = manifest.home / "run" / "tokens" / f"{identity}.token"
+        if client in in_use:
+            continue  # a file init rewrote (and could not restore) still hands it to its client
+        if dry_run:
+            out.append(Restore(str(path), client, "would-revoke"))
+            continue
+        try:
+            current = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            current = None
+        except OSError as exc:
+            out.append(Restore(str(path), client, "kept", f"cannot read it: {exc.strerror}"))
+            continue
+        if current is not None and sha256(current.encode()) != info.get("sha256"):
+            out.append(Restore(str(path), client, "kept", "replaced since init created it; delete it by hand"))
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            out.append(Restore(str(path), client, "revoked"))
+        del manifest.tokens[identity]
     return out
 
 

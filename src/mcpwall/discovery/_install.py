@@ -3,10 +3,14 @@
 Local (stdio) servers are rewritten to run `mcpwall wrap --name NAME [--home
 H] -- CMD ARGS...`, so the client launches mcpwall and mcpwall launches the
 server; remote servers are pointed at the gateway's per-server endpoint
-`http://127.0.0.1:9420/mcp/NAME` with the gateway's bearer token in the
-client's headers, and their original URL and headers move into policy.yaml's
+`http://127.0.0.1:9420/mcp/NAME` with the client's own named token in its
+headers (`_clienttokens.py`: never the gateway's token, which approves and
+administers), and their original URL and headers move into policy.yaml's
 `servers:` (so the gateway, not every client config, holds upstream
-credentials). Entries already routed through mcpwall are left alone, so
+credentials). An entry an earlier init pointed at the gateway with the
+gateway's own token gets the client's token instead. A file that holds a
+token after the rewrite is written 0600 (owner bits kept); others keep
+their mode. Entries already routed through mcpwall are left alone, so
 running init twice never wraps twice.
 
 `plan()` decides and renders every change without writing; `apply()` writes
@@ -19,7 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +36,7 @@ from mcpwall.discovery._rewrite import NotEditable, edit_text
 from mcpwall.errors import ConfigError
 
 DEFAULT_GATEWAY = "http://127.0.0.1:9420"
-TOKEN_PLACEHOLDER = "<gateway-token>"
+TOKEN_PLACEHOLDER = "<client-token>"
 
 #: The `type` value each client uses for streamable HTTP, where it has one.
 _STREAM_TYPE = {"cline": "streamableHttp", "roo-code": "streamable-http", "continue": "streamable-http",
@@ -72,6 +76,7 @@ class FilePlan:
     before: bytes = b""
     after: bytes = b""
     error: str = ""
+    private: bool = False  # the rewritten file holds a bearer token: written 0600
 
 
 @dataclass
@@ -153,9 +158,40 @@ def _skip_reason(entry: ServerEntry) -> str | None:
     return None
 
 
-def plan(result: ScanResult, home: Path, *, exe: str, gateway: str = DEFAULT_GATEWAY, token: str | None = None,
+def _bearer_of(entry: ServerEntry) -> str | None:
+    for k, v in entry.headers.items():
+        if k.lower() == "authorization" and v[:7].lower() == "bearer ":
+            return v[7:].strip()
+    return None
+
+
+def retokened_entry(raw: Mapping[str, Any], token: str) -> dict[str, Any]:
+    """An entry already pointing at the gateway, with its Authorization header replaced by `token`."""
+    def swap(headers: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: (f"Bearer {token}" if k.lower() == "authorization" else v) for k, v in headers.items()}
+
+    new = dict(raw)
+    for key in ("headers", "http_headers"):
+        if isinstance(raw.get(key), Mapping):
+            new[key] = swap(raw[key])
+    options = raw.get("requestOptions")
+    if isinstance(options, Mapping) and isinstance(options.get("headers"), Mapping):
+        new["requestOptions"] = {**options, "headers": swap(options["headers"])}
+    return new
+
+
+def plan(result: ScanResult, home: Path, *, exe: str, gateway: str = DEFAULT_GATEWAY,
+         tokens: Mapping[str, str] | None = None, admin_tokens: Sequence[str] = (),
          home_arg: str | None = None, route_remote: bool = True) -> Plan:
-    """Every change init would make to every client config, rendered and verified, nothing written."""
+    """Every change init would make to every client config, rendered and verified, nothing written.
+
+    `tokens` maps a client to its named token (`_clienttokens.issue`); without
+    one the entries show TOKEN_PLACEHOLDER (a plan to show, not to write).
+    `admin_tokens` are the gateway's own: an already-routed entry holding one
+    is planned to get the client's token instead.
+    """
+    tokens = tokens or {}
+    admin = [t for t in admin_tokens if t]
     names = {id(e): s.name for s in result.servers for e in s.entries}
     files: list[FilePlan] = []
     skipped: list[tuple[ServerEntry, str]] = []
@@ -166,6 +202,10 @@ def plan(result: ScanResult, home: Path, *, exe: str, gateway: str = DEFAULT_GAT
             continue
         fp = FilePlan(cfg.path, cfg.client, cfg.fmt)
         for entry in cfg.entries:
+            if entry.via_gateway and entry.editable and _bearer_of(entry) in admin:
+                fp.changes.append(Change(entry, names.get(id(entry), entry.name), "retoken",
+                                         retokened_entry(entry.raw, tokens.get(entry.client, TOKEN_PLACEHOLDER))))
+                continue
             reason = _skip_reason(entry)
             if reason:
                 skipped.append((entry, reason))
@@ -176,8 +216,8 @@ def plan(result: ScanResult, home: Path, *, exe: str, gateway: str = DEFAULT_GAT
                                        "or use --overwrite-policy"))
             elif entry.url:
                 url = f"{gateway.rstrip('/')}/mcp/{name}"
-                fp.changes.append(Change(entry, name, "gateway",
-                                         gateway_entry(entry.raw, entry.client, url, token or TOKEN_PLACEHOLDER)))
+                fp.changes.append(Change(entry, name, "gateway", gateway_entry(
+                    entry.raw, entry.client, url, tokens.get(entry.client, TOKEN_PLACEHOLDER))))
                 remote.setdefault(name, _upstream(entry))
                 host = (urlsplit(entry.url).hostname or "").lower()
                 if host and host not in hosts:
@@ -194,6 +234,9 @@ def plan(result: ScanResult, home: Path, *, exe: str, gateway: str = DEFAULT_GAT
             text = fp.before.decode("utf-8-sig")
             new = edit_text(text, cfg.fmt, [(c.entry.path, c.new) for c in fp.changes])
             fp.after = (b"\xef\xbb\xbf" if bom else b"") + new.encode("utf-8")
+            secrets = [*tokens.values(), *admin]
+            fp.private = (any(c.kind != "wrap" for c in fp.changes) or any(t in new for t in secrets)
+                          or any(e.via_gateway and _bearer_of(e) for e in cfg.entries))
         except (NotEditable, ReadProblem, OSError, UnicodeDecodeError) as exc:
             fp.error = str(exc)
         files.append(fp)
@@ -231,10 +274,12 @@ def apply(p: Plan) -> list[Applied]:
         manifest.record(fp.path, fp.client, fp.before, fp.after, names)
         manifest.save()
         mode = os.stat(fp.path).st_mode & 0o7777
+        if fp.private:
+            mode &= 0o7700  # a bearer token inside: the user only (the client runs as the user)
         write_atomic(fp.path, fp.after, mode)
         out.append(Applied(fp.path, fp.client, names))
     return out
 
 
 __all__ = ["DEFAULT_GATEWAY", "TOKEN_PLACEHOLDER", "Applied", "Change", "FilePlan", "Plan", "apply", "find_mcpwall",
-           "gateway_entry", "plan", "wrap_args", "wrapped_entry"]
+           "gateway_entry", "plan", "retokened_entry", "wrap_args", "wrapped_entry"]

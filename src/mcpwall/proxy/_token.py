@@ -68,6 +68,35 @@ def load_named_tokens(home: Path) -> dict[str, str]:
     return out
 
 
+def named_token_path(home: Path, identity: str) -> Path:
+    """Where the named token of `identity` lives: `<home>/run/tokens/<identity>.token`."""
+    if not _IDENTITY.match(identity):
+        raise ConfigError(f"not an identity for a named token: {identity!r} (use [A-Za-z0-9_.:-]+)")
+    return home / "run" / "tokens" / f"{identity}.token"
+
+
+def ensure_named_token(home: Path, identity: str) -> tuple[str, bool]:
+    """(the named token of `identity`, whether this call created it).
+
+    A token that exists is reused, so running `init` again gives a client the
+    token it already has. A new one is random, published whole with mode 0600
+    in a 0700 folder (`create_once`), and never equal to the gateway's token:
+    a named token stands for an agent, which may call tools and nothing else.
+    """
+    path = named_token_path(home, identity)
+    for folder in (home / "run", path.parent):
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+    created = False
+    if not path.exists():
+        created = create_once(path, secrets.token_urlsafe(32))
+    token = read_secret(path)
+    gateway = token_path(home)
+    if gateway.exists() and read_secret(gateway) == token:
+        raise ConfigError(f"{path} holds the gateway's own token; delete it so a token of its own is made")
+    return token, created
+
+
 def load_token(home: Path, token_file: Path | None) -> tuple[str, str]:
     """(token, where it came from). Generates one on first start."""
     env = os.environ.get(TOKEN_ENV)
@@ -81,4 +110,5 @@ def load_token(home: Path, token_file: Path | None) -> tuple[str, str]:
     return read_secret(path), str(path)
 
 
-__all__ = ["TOKEN_ENV", "load_named_tokens", "load_token", "read_secret", "token_path", "write_secret"]
+__all__ = ["TOKEN_ENV", "ensure_named_token", "load_named_tokens", "load_token", "named_token_path", "read_secret",
+           "token_path", "write_secret"]
