@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -18,8 +19,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from mcpwall.policy._host import host_value, is_host_key
+from mcpwall.policy._host import canonical_host, canonical_ip, host_value, is_host_key
 from mcpwall.policy._normalize import forms
+from mcpwall.policy._resolve import HostResolver
+from mcpwall.policy._shell import SHELLS, command_texts, might_differ
 
 #: Values beyond these bounds are not inspected one by one; the call is then
 #: treated as uninspectable, which `evaluate` denies in enforce mode.
@@ -126,18 +129,28 @@ MAX_EMBEDDED_JSON = 64 * 1024
 MAX_ARGV = 256
 _PROGRAM_KEYS = frozenset({"command", "cmd", "program", "executable", "exe", "bin", "binary"})
 _ARGV_KEYS = frozenset({"args", "argv", "arguments", "params", "parameters", "options", "flags"})
+#: Keys beside a program that hold what it reads on its standard input (a shell's script).
+_STDIN_KEYS = frozenset({"stdin", "input", "script", "stdin_data", "stdindata", "input_text", "standard_input"})
+
+
+#: A URL's scheme and host as `url_forms` spells it (no userinfo), for name resolution.
+_URL_HOST = re.compile(r"([a-z][a-z0-9+.-]*://)([^/?#@\[\]:\s]+)(?=[:/?#]|$)")
+#: A bare `host[:port]` (a host argument's value).
+_BARE_HOST = re.compile(r"([^/?#@\[\]:\s]+)(:[0-9]{1,5})?")
 
 
 class _Walker:
-    __slots__ = ("env_keys", "home", "keys", "realpath", "truncated", "values")
+    __slots__ = ("env_keys", "home", "keys", "realpath", "resolver", "truncated", "values")
 
-    def __init__(self, home: str | None, realpath: Callable[[str], str] | None) -> None:
+    def __init__(self, home: str | None, realpath: Callable[[str], str] | None,
+                 resolver: Callable[[str], tuple[str, ...] | None] | None = None) -> None:
         self.values: list[ArgValue] = []
         self.keys: list[tuple[str, str]] = []
         self.env_keys: list[str] = []
         self.truncated = False
         self.home = home
         self.realpath = realpath
+        self.resolver = resolver
 
     def walk(self, value: Any, path: str, key: str, depth: int) -> None:
         if len(self.values) + len(self.keys) >= MAX_VALUES or depth > MAX_DEPTH:
@@ -177,29 +190,72 @@ class _Walker:
                 self._leaf(text, path, key)
 
     def _command_line(self, value: Mapping[Any, Any], path: str) -> None:
-        """`{"command": "rm", "args": ["-rf", "/"]}`: the program and its arguments, as one command line."""
+        """`{"command": "rm", "args": ["-rf", "/"]}`: the program and its arguments, as one command line;
+        `{"command": "bash", "stdin": "rm -rf /"}`: the program fed its input, as `bash -c 'rm -rf /'`."""
         if len(value) < 2:
             return
         program = next((v for k, v in value.items() if type(v) is str and str(k).lower() in _PROGRAM_KEYS), None)
         if program is None:
             return
+        line = program
         for k, v in value.items():
             if str(k).lower() in _ARGV_KEYS and isinstance(v, list) and 0 < len(v) <= MAX_ARGV \
                     and all(type(a) is str for a in v):
-                self._leaf(" ".join([program, *v]), f"{path}#argv" if path else "#argv", str(k))
-                return
+                line = " ".join([program, *v])
+                self._leaf(line, f"{path}#argv" if path else "#argv", str(k))
+                break
+        for k, v in value.items():
+            if type(v) is str and str(k).lower() in _STDIN_KEYS and v.strip():
+                # A shell runs its input as a script: `sh -c '<input>'`; another program reads it as
+                # `program <<< '<input>'`. Either way its commands are commands (`_shell.py`).
+                shell = program.rstrip("/").rpartition("/")[2] in SHELLS
+                self._leaf(f"{line} {'-c' if shell else '<<<'} {shlex.quote(v)}",
+                           f"{path}#stdin" if path else "#stdin", str(k))
+                break
 
     def _leaf(self, text: str, path: str, key: str) -> None:
         variants, canonical = forms(text, self.home)
-        if key and is_host_key(key):
+        if might_differ(text):
+            # `r\\m -rf /`, `'rm' -rf /`, `a; rm -rf ~`: each command as the shell runs it, for the
+            # restrictive rules (the canonical, which allow rules see, stays the text's own).
+            shell = command_texts(text)
+            if shell:
+                variants += tuple(t for t in shell if t not in variants)
+        host_key = bool(key) and is_host_key(key)
+        if host_key:
             # `{"host": "2130706433"}` reaches 127.0.0.1 as surely as a URL does. Only
             # restrictive rules get the host's spellings: the canonical one stays the text.
             extra = tuple(h for h in host_value(text) if h not in variants)
             if extra:
                 variants += extra
+        if self.resolver is not None and (host_key or "://" in text or ":" in text[:12]):
+            variants = self._resolve_hosts(variants, host_key)
         if self.realpath is not None:
             variants, canonical = self._resolve_links(variants, canonical)
         self.values.append(ArgValue(path, key, text, variants, canonical))
+
+    def _resolve_hosts(self, variants: tuple[str, ...], host_key: bool) -> tuple[str, ...]:
+        """The spellings with a host name replaced by each non-public address it resolves to
+        (`http://myhost:9420/` as `http://127.0.1.1:9420/`): `_resolve.py`."""
+        assert self.resolver is not None
+        extra: list[str] = []
+        for v in variants:
+            m = _URL_HOST.match(v)
+            if m is not None:
+                prefix, host, rest = m.group(1), m.group(2), v[m.end():]
+            elif host_key and (b := _BARE_HOST.fullmatch(v.strip())) is not None:
+                prefix, host, rest = "", b.group(1), b.group(2) or ""
+            else:
+                continue
+            if canonical_ip(host) is not None:
+                continue
+            for address in self.resolver(canonical_host(host)) or ():
+                spelled = prefix + (f"[{address}]" if ":" in address else address) + rest
+                if spelled not in variants and spelled not in extra:
+                    extra.append(spelled)
+                    if rest and not prefix and address not in extra:
+                        extra.append(address)
+        return variants + tuple(extra) if extra else variants
 
     def _resolve_links(self, variants: tuple[str, ...], canonical: str) -> tuple[tuple[str, ...], str]:
         assert self.realpath is not None
@@ -248,14 +304,21 @@ class CachedRealpath:
 
 
 _default_realpath = CachedRealpath()
+_default_resolver = HostResolver()
 _HOME = os.path.expanduser("~")
 
 
-def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = True) -> Facts:
-    """Derive the facts rules match on: every value at every depth, in every spelling."""
+def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = True,
+            resolve_hosts: bool = True) -> Facts:
+    """Derive the facts rules match on: every value at every depth, in every spelling.
+
+    `resolve_symlinks` and `resolve_hosts` are the two steps that touch the machine (the file
+    system, the resolver: cached, and bounded in time, see `_resolve.py`).
+    """
     if home is None:
         home = _HOME
-    walker = _Walker(home, _default_realpath if resolve_symlinks else None)
+    walker = _Walker(home, _default_realpath if resolve_symlinks else None,
+                     _default_resolver if resolve_hosts else None)
     walker.walk(call.arguments, "", "", 0)
     return Facts(
         call=call,

@@ -86,8 +86,12 @@ def canonical_host(host: str) -> str:
 
 #: Names that reach the same place as a name the rules are written for, without DNS: every
 #: `*.localhost` is loopback (RFC 6761, and curl and browsers resolve it so), `ip6-localhost`
-#: is in /etc/hosts, `metadata` is Google Cloud's short name for its metadata server.
-_ALIASES = {"ip6-localhost": "localhost", "ip6-loopback": "localhost", "metadata": "metadata.google.internal"}
+#: and `localhost.localdomain` (and Red Hat's `localhost4`/`localhost6` names) are in the
+#: /etc/hosts distributions ship, `metadata` is Google Cloud's short name for its metadata server.
+#: Other names are resolved in `prepare` (`_resolve.py`).
+_ALIASES = {"ip6-localhost": "localhost", "ip6-loopback": "localhost", "localhost.localdomain": "localhost",
+            "localhost4": "localhost", "localhost4.localdomain4": "localhost", "localhost6": "localhost",
+            "localhost6.localdomain6": "localhost", "metadata": "metadata.google.internal"}
 
 
 #: Argument keys whose values name a host (the last word of the key, or the whole key).

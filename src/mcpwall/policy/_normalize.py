@@ -110,11 +110,19 @@ def _forms(value: str, home: str | None) -> tuple[tuple[str, ...], str]:
             win = ntpath.normpath(item)
             pending.append(win)
             pending.append(win.replace("\\", "/"))
+            if win[-1:] in (".", " ") and win.rstrip(". ")[-1:] not in ("", "\\", ":", "."):
+                # Win32 drops a name's trailing dots and spaces: `.env.` and `.env ` open `.env`.
+                pending.append(win.rstrip(". "))
             if item == canonical:
                 canonical = win
         elif _looks_like_path(item):
             collapsed = collapse_posix(item)
             pending.append(collapsed)
+            if len(collapsed) > 1 and collapsed.endswith("/"):
+                # What the server opens: Node's path.resolve drops the trailing slash, so `.env/`,
+                # `.env//` and `.env/./` read `.env`. Restrictive rules see this spelling; the
+                # canonical keeps the slash (an allow rule for `/workspace/` names the directory).
+                pending.append(collapsed.rstrip("/"))
             if item == canonical:
                 canonical = collapsed
     for item in pending:
