@@ -125,3 +125,45 @@ async def test_via_ledger_answers_a_gateway_that_serves_no_http_api(tmp_path: Pa
         assert (await _run(["deny", pending[0]["id"], "--via-ledger", "--home", str(home)])).exit_code == 1
     finally:
         await gateway.stop()
+
+
+async def test_approve_finds_a_gateway_started_on_another_port_and_its_printed_hint_works(tmp_path: Path) -> None:
+    """Issue 29, item 3: `approve ID --home H` always called 127.0.0.1:9420, so for a gateway started
+    with --port the hint in its own log failed with a connection error."""
+    import re
+    import shlex
+
+    from tests.proxy.harness import GatewayProcess
+
+    g = GatewayProcess(tmp_path / "home", {"ev": EVERYTHING}, ask_policy()).start(timeout=120)
+    try:
+        assert g.port != 9420
+        published = g.home / "run" / "gateway.json"
+        for _ in range(200):  # written just after uvicorn starts accepting, which /health already shows
+            if published.exists():
+                break
+            await asyncio.sleep(0.05)
+        record = json.loads(published.read_text())
+        assert record["url"] == g.url
+        assert published.stat().st_mode & 0o777 == 0o600
+        async with http_client(f"{g.url}/mcp", g.token) as client:
+            held = asyncio.ensure_future(client.call_tool("ev__echo", {"message": "found by its home"}))
+            hint = None
+            for _ in range(1200):
+                if (m := re.search(r"\((mcpwall approve \S+[^|]*?) \| (mcpwall deny [^)]*)\)", g.log.read_text())):
+                    hint = m.group(1)
+                    break
+                await asyncio.sleep(0.05)
+            assert hint is not None, g.log.read_text()[-2000:]
+            assert f"--home {g.home}" in hint
+            # the hint as printed, with no --url: the command finds the gateway through its home
+            done = await _run(shlex.split(hint)[1:])
+            assert done.exit_code == 0, done.output
+            result: Any = await asyncio.wait_for(held, 60)
+            assert result.content[0].text == "Echo: found by its home"
+    finally:
+        g.stop()
+    assert not (g.home / "run" / "gateway.json").exists()
+    gone = await _run(["approve", "--list", "--home", str(g.home), "--json"])
+    assert gone.exit_code == 0, gone.output  # no gateway any more: answered from the home's ledger
+    assert json.loads(gone.output) == []

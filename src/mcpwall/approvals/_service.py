@@ -26,8 +26,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcpwall._endpoint import command_hint
 from mcpwall.approvals._book import ApprovalBook, CallView, call_hash
 from mcpwall.approvals._elicit import Elicitor
 from mcpwall.protocol import ErrorCode, notification
@@ -71,6 +73,8 @@ class Approvals:
         self._book: ApprovalBook | None = None
         self._store: StateStore | None = None
         self.elicitor = Elicitor()
+        #: The gateway's home, for the `mcpwall approve ID [--home H]` hints (set by who builds this).
+        self.home: Path | None = None
 
     def bind(self, gateway: Gateway) -> None:
         self.gateway = gateway
@@ -146,8 +150,9 @@ class Approvals:
                              timeout_ms=decision.timeout_ms, redacted_keys=decision.redacted_keys)
         approval_id = str(record["id"])
         self._count("asked")
-        log.warning("ask %s: %s/%s waits for approval (mcpwall approve %s | mcpwall deny %s), %d ms",
-                    approval_id, call.server, call.target, approval_id, approval_id, decision.timeout_ms)
+        log.warning("ask %s: %s/%s waits for approval (%s | %s), %d ms", approval_id, call.server, call.target,
+                    command_hint("approve", approval_id, self.home), command_hint("deny", approval_id, self.home),
+                    decision.timeout_ms)
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters[approval_id] = waiter
         self._tell("pending", record)
@@ -220,7 +225,7 @@ class Approvals:
             return
         total = float(record.get("timeout_ms") or 0) / 1000
         message = (f"mcpwall: waiting for a person to approve this call (approval {record['id']}: "
-                   f"mcpwall approve {record['id']})")
+                   f"{command_hint('approve', str(record['id']), self.home)})")
         try:
             while True:
                 elapsed = round(time.monotonic() - started, 2)

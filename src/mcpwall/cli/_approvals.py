@@ -6,9 +6,11 @@
 
 The gateway's token comes from `$MCPWALL_TOKEN`, `--token-file`, else
 `<home>/run/gateway.token` (never from the command line: argv is readable by
-every user). `--url` defaults to http://127.0.0.1:9420. A gateway without an
-HTTP API (`wrap`, `proxy --stdio`) is answered with `--via-ledger`: the
-answer goes into the home's ledger, which the holding gateway polls. Exit 0 when the
+every user). The gateway is found where it recorded its address
+(`<home>/run/gateway.json`, see `mcpwall._endpoint`), or named with `--url`. A
+gateway without an HTTP API (`wrap`, `proxy --stdio`) records none: then, or
+with `--via-ledger`, the answer goes into the home's ledger, which the holding
+gateway polls. Exit 0 when the
 answer was taken, 1 when the gateway refused it (unknown id, already
 answered, expired) or cannot be reached, 2 for bad input or no token.
 """
@@ -105,11 +107,29 @@ class _LedgerBook:
             self.ledger.close()
 
 
-def _answer(home: Path | None, token_file: Path | None, url: str, via_ledger: bool, ledger_url: str | None,
+def gateway_url(home: Path | None, url: str | None) -> str | None:
+    """`--url`, else where the gateway serving this home said it listens (`run/gateway.json`), else None."""
+    from mcpwall import _endpoint
+
+    return url or _endpoint.find(resolve_home(home))
+
+
+def _answer(home: Path | None, token_file: Path | None, url: str | None, via_ledger: bool, ledger_url: str | None,
             method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    if via_ledger:
+    found = None if via_ledger else gateway_url(home, url)
+    if found is not None:
+        return call_gateway(found, gateway_token(home, token_file), method, path, body)
+    if via_ledger or ledger_url is not None or _has_local_ledger(home):
+        # No gateway with an HTTP API serves this home (`wrap`, `proxy --stdio`, or none at all):
+        # the answer goes into the ledger's approval book, which a holding gateway polls.
         return _LedgerBook(home, ledger_url).call(method, path, body)
-    return call_gateway(url, gateway_token(home, token_file), method, path, body)
+    # Nothing recorded and no ledger: the default address, so that a missing token or a stopped gateway is
+    # reported as such.
+    return call_gateway(DEFAULT_URL, gateway_token(home, token_file), method, path, body)
+
+
+def _has_local_ledger(home: Path | None) -> bool:
+    return (resolve_home(home) / "ledger.db").exists()
 
 
 def _connection(func: Any) -> Any:
@@ -119,7 +139,9 @@ def _connection(func: Any) -> Any:
     func = click.option("--ledger", "ledger_url", default=None, help="With --via-ledger: the ledger URL.")(func)
     func = click.option("--token", "token_argv", default=None, expose_value=False, callback=refuse_token,
                         hidden=True)(func)
-    func = click.option("--url", default=DEFAULT_URL, show_default=True, help="The gateway's base URL.")(func)
+    func = click.option("--url", default=None,
+                        help="The gateway's base URL (default: where the gateway serving --home listens, from "
+                             "<home>/run/gateway.json; without one, the home's ledger).")(func)
     func = click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
                         help="File holding the gateway token (default: $MCPWALL_TOKEN, then "
                              "<home>/run/gateway.token).")(func)
@@ -151,7 +173,7 @@ def _print_pending(rows: list[dict[str, Any]]) -> None:
               help="Also allow calls like this one (same server, tool, agent, argument names) for MINUTES.")
 @click.option("--hash", "call_hash", default=None, help="Refuse unless the held call has this hash (from --list).")
 @_connection
-def approve(approval_id: str | None, list_: bool, similar: int | None, call_hash: str | None, url: str,
+def approve(approval_id: str | None, list_: bool, similar: int | None, call_hash: str | None, url: str | None,
             token_file: Path | None, home: Path | None, as_json: bool, via_ledger: bool,
             ledger_url: str | None) -> None:
     """Approve a held call (ID from the gateway's log, a webhook, the dashboard or --list)."""
@@ -184,7 +206,7 @@ def approve(approval_id: str | None, list_: bool, similar: int | None, call_hash
 @click.argument("approval_id")
 @click.option("--reason", default=None, help="Why (recorded in the ledger and returned to the agent).")
 @_connection
-def deny(approval_id: str, reason: str | None, url: str, token_file: Path | None, home: Path | None,
+def deny(approval_id: str, reason: str | None, url: str | None, token_file: Path | None, home: Path | None,
          as_json: bool, via_ledger: bool, ledger_url: str | None) -> None:
     """Deny a held call."""
     record = _answer(home, token_file, url, via_ledger, ledger_url, "POST",
@@ -196,4 +218,4 @@ def deny(approval_id: str, reason: str | None, url: str, token_file: Path | None
                + (f" ({record.get('reason')})" if record.get("reason") else ""))
 
 
-__all__ = ["DEFAULT_URL", "approve", "call_gateway", "deny", "gateway_token", "refuse_token"]
+__all__ = ["DEFAULT_URL", "approve", "call_gateway", "deny", "gateway_token", "gateway_url", "refuse_token"]

@@ -25,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcpwall._endpoint import command_hint
 from mcpwall.metrics import decision_word
 
 if TYPE_CHECKING:
@@ -143,11 +145,11 @@ def events_for(ctx: RequestContext, seen_pins: set[str] | None = None,
     return sorted(out, key=lambda e: order.get(e.event, len(order)))
 
 
-def ask_event(record: Mapping[str, Any], url: str | None = None) -> NotificationEvent:
+def ask_event(record: Mapping[str, Any], url: str | None = None, home: Path | None = None) -> NotificationEvent:
     """The event for an ask that starts waiting (from the approvals service)."""
     approval_id = str(record.get("id"))
     reasons = tuple(str(r) for r in record.get("reasons") or ()) or ("this call needs a person's approval",)
-    hint = f"approve: mcpwall approve {approval_id} | deny: mcpwall deny {approval_id}"
+    hint = f"approve: {command_hint('approve', approval_id, home)} | deny: {command_hint('deny', approval_id, home)}"
     args = record.get("arguments")
     return NotificationEvent(
         event="ask", server=str(record.get("server") or ""), tool=str(record.get("tool") or ""),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpwall import _endpoint
 from mcpwall.errors import ConfigError, PolicyError
 from mcpwall.policy import ServerSpec
 from mcpwall.policy._loader import locate_section
@@ -146,15 +147,17 @@ async def serve_http(built: Built, ready: Callable[[str], None] | None = None,
                             # X-Forwarded-For from loopback would let any local process pick the
                             # peer address the rate limit and the ledger see; and a layer less per request.
                             proxy_headers=False, server_header=False)
-    server = uvicorn.Server(config)
+    server = _server(config, on_shutdown=lambda: _endpoint.withdraw(settings.home))
     _install_reload(built)
 
     async def announce() -> None:
         while not server.started:  # noqa: ASYNC110 - uvicorn exposes only this flag
             await asyncio.sleep(0.05)
         _freeze_startup_objects()
+        url = f"http://{_url_host(settings.host)}:{settings.port}"
+        _endpoint.publish(settings.home, url)
         if ready is not None:
-            ready(f"http://{_url_host(settings.host)}:{settings.port}")
+            ready(url)
 
     announcer = asyncio.create_task(announce())
     try:
@@ -162,6 +165,21 @@ async def serve_http(built: Built, ready: Callable[[str], None] | None = None,
     finally:
         announcer.cancel()
         built.policy.stop()
+
+
+def _server(config: Any, on_shutdown: Callable[[], None]) -> Any:
+    """uvicorn's server with a step after its graceful shutdown. On SIGTERM uvicorn re-raises the
+    signal once `serve()` returns, so nothing after `serve()` runs then; `on_shutdown` does."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            try:
+                await super().shutdown(sockets)
+            finally:
+                on_shutdown()
+
+    return Server(config)
 
 
 async def serve_stdio(built: Built, server: str | None, agent: str = "", process_name: str = "") -> None:

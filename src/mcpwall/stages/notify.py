@@ -81,6 +81,8 @@ class NotifyStage(Stage):
                                                max_backoff_s=c.maxBackoffMs / 1000, timeout_s=c.timeoutMs / 1000,
                                                queue_size=c.queueSize))
         self.settings = settings
+        if self.approvals is not None:
+            self.approvals.home = getattr(settings, "home", None)
         self.gateway: Gateway | None = None
         self.dashboard: Dashboard | None = None
         self._seen_pins: set[str] = set()
@@ -125,7 +127,7 @@ class NotifyStage(Stage):
             return
         webhooks = self._webhooks()
         if webhooks and self.config.enabled:
-            self.notifier.publish(webhooks, [ask_event(record, self._dashboard_url())])
+            self.notifier.publish(webhooks, [ask_event(record, self._dashboard_url(), getattr(self.settings, "home", None))])
 
     # ------------------------------------------------------------------ hooks
 
