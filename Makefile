@@ -1,45 +1,77 @@
 # The README's two commands: `make run` and `make test`. Each sets up what it
-# needs from nothing (a virtual environment, the npm test servers) first.
+# needs from nothing first: `make run` only what the gateway and the example
+# servers need; `make test` everything the suite drives, Debian packages included.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+RUN_STAMP  := $(VENV)/.installed-run
 PY_STAMP   := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 # The MCP conformance suite: its own npm project, pinned for Node 20 (docs/CONFORMANCE.md).
 CONF_DIR   := tests/conformance
 CONF_STAMP := $(CONF_DIR)/node_modules/.installed
+# npm tools only the tests use (the SARIF Multitool).
+TOOLS_DIR   := tests/tools
+TOOLS_STAMP := $(TOOLS_DIR)/node_modules/.installed
 MCPWALL_RUN_HOME ?= $(HOME)/.mcpwall
+say = @echo "==> $(1)"
 
-.PHONY: run test lint typecheck pytest bench setup native clean
+.PHONY: run runtime test unit lint typecheck pytest bench setup system native clean
 
-setup: $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP) native
+# Everything the suite drives: Debian packages, the dev environment, every npm project, the native build.
+setup: system $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP) $(TOOLS_STAMP) native
+
+# What `make run` needs: mcpwall with its runtime dependencies and the example servers (no test tools).
+runtime: $(RUN_STAMP) $(NODE_STAMP)
+
+system:
+	@bash tools/system_packages.sh
 
 # The policy engine's hot path compiled with mypyc (src/mcpwall/_native.py), its RE2::Set
 # binding where g++ and libre2-dev are, and the ledger's C writer where libsqlite3-dev and
 # libssl-dev are; a no-op when the build matches the sources, and without a C compiler the
 # modules run as Python.
 native: $(PY_STAMP)
-	$(BIN)/python tools/build_native.py
+	$(call say,compiling the hot path (mypyc, RE2::Set, the ledger's C writer; about a minute the first time))
+	@$(BIN)/python tools/build_native.py
 
-$(PY_STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $@
+$(BIN)/python:
+	$(call say,creating $(VENV))
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(call say,installing mcpwall and its runtime dependencies into $(VENV))
+	@$(BIN)/python -m pip install --quiet -e '.[examples]'
+	@touch $@
+
+$(PY_STAMP): pyproject.toml | $(BIN)/python
+	$(call say,installing mcpwall with its development and test dependencies into $(VENV))
+	@$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@ $(RUN_STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
-	touch $@
+	$(call say,installing the example MCP servers from npm)
+	@npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 $(CONF_STAMP): $(CONF_DIR)/package.json $(CONF_DIR)/package-lock.json
-	npm ci --prefix $(CONF_DIR) --no-audit --no-fund --loglevel=error
-	touch $@
+	$(call say,installing the MCP conformance suite from npm)
+	@npm ci --prefix $(CONF_DIR) --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(TOOLS_STAMP): $(TOOLS_DIR)/package.json $(TOOLS_DIR)/package-lock.json
+	$(call say,installing the npm tools the tests use)
+	@npm ci --prefix $(TOOLS_DIR) --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # Start the gateway on its embedded defaults: SQLite ledger and default policy
 # in $(MCPWALL_RUN_HOME), the example servers from examples/servers.json.
-run: setup
-	$(BIN)/mcpwall proxy --home $(MCPWALL_RUN_HOME) --servers examples/servers.json
+# It uses the compiled hot path when `make test` or `make native` has built it.
+run: runtime
+	$(call say,starting the gateway (state in $(MCPWALL_RUN_HOME)))
+	@$(BIN)/mcpwall proxy --home $(MCPWALL_RUN_HOME) --servers examples/servers.json
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check src tests bench tools
@@ -50,14 +82,19 @@ typecheck: $(PY_STAMP)
 pytest: setup
 	$(BIN)/pytest
 
-test: lint typecheck pytest
+test: system lint typecheck pytest
+
+# The fast tests, without the set-up of system packages and npm projects.
+unit: $(PY_STAMP)
+	$(BIN)/pytest -q -m "not integration"
 
 bench: setup
 	$(BIN)/python bench/policy_eval.py
 	$(BIN)/python bench/discovery_scan.py
 	$(BIN)/python bench/ledger_write.py
+	$(BIN)/python bench/cli_startup.py
 	$(BIN)/python bench/proxy_overhead.py --stages core
 	$(BIN)/python bench/proxy_overhead.py --stages all
 
 clean:
-	rm -rf src/mcpwall/_native_build $(VENV) node_modules $(CONF_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf src/mcpwall/_native_build $(VENV) node_modules $(CONF_DIR)/node_modules $(TOOLS_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache

@@ -40,7 +40,7 @@ def report(home: Path, fmt: str, *extra: str) -> str:
 
 def multitool() -> str | None:
     candidates = [os.environ.get("MCPWALL_SARIF_MULTITOOL", ""),
-                  str(ROOT / "node_modules" / "@microsoft" / "sarif-multitool-linux" / "Sarif.Multitool")]
+                  str(ROOT / "tests" / "tools" / "node_modules" / "@microsoft" / "sarif-multitool-linux" / "Sarif.Multitool")]
     return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 
 
