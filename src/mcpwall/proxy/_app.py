@@ -29,7 +29,7 @@ from mcpwall.proxy._http import HttpFrontend
 from mcpwall.proxy._policystore import PolicyStore
 from mcpwall.proxy._servers import check_names, load_servers_file
 from mcpwall.proxy._stdio import StdioFrontend
-from mcpwall.proxy._token import load_named_tokens, load_token
+from mcpwall.proxy._token import NamedTokenWatch, load_named_tokens, load_token
 from mcpwall.stages import AuthStage, Stage, default_stages
 
 log = logging.getLogger("mcpwall")
@@ -96,6 +96,8 @@ def build(settings: GatewaySettings) -> Built:
         tokens.update({t: identity for identity, t in load_named_tokens(settings.home).items()})
     auth = AuthStage(tokens, insecure_no_auth=settings.insecure_no_auth,
                      allowed_hosts=[settings.host, *settings.allowed_hosts], allowed_origins=settings.allowed_origins)
+    if not settings.insecure_no_auth:
+        auth.named = NamedTokenWatch(settings.home)  # init's new client tokens, uninstall's revocations
     try:
         stages = default_stages(auth, dict(store.current.source.sections), settings)
         for plugin in STAGE_PLUGINS:

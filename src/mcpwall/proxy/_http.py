@@ -153,6 +153,13 @@ class HttpFrontend:
         if not parts:
             await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
             return
+        if identity and not ((parts[0] == "mcp" and len(parts) <= 2) or (len(parts) == 1 and method == "POST")):
+            # A named token is an agent (issue 22): it calls the MCP endpoints as itself. The status routes
+            # (every server's command line, every principal's tool counts, the policy's rule trace) are
+            # the operator's, as are the dashboard and admin APIs.
+            await _reply_json(send, 403, error(None, ErrorCode.UNAUTHORIZED,
+                                               f"the token of agent {identity!r} may only call the MCP endpoints"))
+            return
         if parts[0] == "mcp" and len(parts) <= 2:
             server = parts[1] if len(parts) == 2 else None
             if server is not None and server not in self.gateway.servers:
@@ -516,8 +523,8 @@ class HttpFrontend:
         healthy = all(s.state == "ready" for s in servers)
         out: dict[str, Any] = {"status": "ok" if healthy else "degraded", "version": __version__,
                                "uptime_s": round(time.time() - self.started, 1)}
-        if self.auth.insecure_no_auth or self.auth.identify(headers.get("authorization")) is not None:
-            out.update(self.gateway.status())
+        if self.auth.insecure_no_auth or self.auth.identify(headers.get("authorization")) == "":
+            out.update(self.gateway.status())  # the operator's view; an agent's named token sees the public part
         await _reply_json(send, 200, out)
 
 

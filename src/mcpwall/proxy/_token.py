@@ -2,20 +2,25 @@
 
 Never from the command line: argv is readable by every user on the machine.
 A generated token is written to `<home>/run/gateway.token` with mode 0600
-(directory 0700) and reused on later starts.
+(directory 0700) and reused on later starts. Named tokens
+(`<home>/run/tokens/<identity>.token`) stand for agents; a running gateway
+follows that folder (`NamedTokenWatch`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
+import time
 from pathlib import Path
 
 from mcpwall._secretfile import create_once
 from mcpwall.errors import ConfigError
 
 TOKEN_ENV = "MCPWALL_TOKEN"
+log = logging.getLogger("mcpwall.auth")
 
 
 def token_path(home: Path) -> Path:
@@ -68,6 +73,58 @@ def load_named_tokens(home: Path) -> dict[str, str]:
     return out
 
 
+class NamedTokenWatch:
+    """The named tokens of a running gateway, re-read when `<home>/run/tokens/` changes.
+
+    `init` creates a client's token while the gateway may be running, and
+    `uninstall` (or the operator, with `rm`) deletes one to revoke it: both
+    take effect on the next request, not at the next restart. `poll()` looks
+    at the folder at most once per `interval_s` (a scandir and a stat per
+    file) and returns the new identity -> token map when anything changed.
+    A file that cannot be used (readable by others, a bad name, empty) is left
+    out with a warning, so the token it held stops working.
+    """
+
+    def __init__(self, home: Path, interval_s: float = 1.0) -> None:
+        self.folder = home / "run" / "tokens"
+        self.interval_s = interval_s
+        self._next = time.monotonic() + interval_s
+        self._signature = self._sign()
+
+    def _sign(self) -> tuple[tuple[str, int, int, int, int], ...]:
+        try:
+            found = []
+            with os.scandir(self.folder) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".token"):
+                        st = entry.stat()
+                        found.append((entry.name, st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
+            return tuple(sorted(found))
+        except OSError:
+            return ()
+
+    def poll(self) -> dict[str, str] | None:
+        now = time.monotonic()
+        if now < self._next:
+            return None
+        self._next = now + self.interval_s
+        signature = self._sign()
+        if signature == self._signature:
+            return None
+        self._signature = signature
+        out: dict[str, str] = {}
+        for name, *_ in signature:
+            path = self.folder / name
+            try:
+                if not _IDENTITY.match(path.stem):
+                    raise ConfigError(f"token file {path}: the name must be an identity ([A-Za-z0-9_.:-]+)")
+                out[path.stem] = read_secret(path)
+            except ConfigError as exc:
+                log.warning("named token not accepted: %s", exc)
+        log.info("named tokens reloaded: %s", ", ".join(sorted(out)) or "none")
+        return out
+
+
 def named_token_path(home: Path, identity: str) -> Path:
     """Where the named token of `identity` lives: `<home>/run/tokens/<identity>.token`."""
     if not _IDENTITY.match(identity):
@@ -110,5 +167,5 @@ def load_token(home: Path, token_file: Path | None) -> tuple[str, str]:
     return read_secret(path), str(path)
 
 
-__all__ = ["TOKEN_ENV", "ensure_named_token", "load_named_tokens", "load_token", "named_token_path", "read_secret",
+__all__ = ["TOKEN_ENV", "NamedTokenWatch", "ensure_named_token", "load_named_tokens", "load_token", "named_token_path", "read_secret",
            "token_path", "write_secret"]

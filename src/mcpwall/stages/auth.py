@@ -58,9 +58,16 @@ class AuthStage(Stage):
         self.allowed_hosts = LOOPBACK_HOSTS | {_allowed_form(h) for h in allowed_hosts}
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.rejected = 0
+        #: polled for the named tokens when their folder changes (`proxy._token.NamedTokenWatch`)
+        self.named: Any = None
 
     def identify(self, authorization: str | None) -> str | None:
         """The identity of a valid bearer token, else None."""
+        if self.named is not None:
+            fresh = self.named.poll()
+            if fresh is not None:  # a token created or revoked while the gateway runs (issue 22)
+                own = {t: i for t, i in self.tokens.items() if i == ""}
+                self.tokens = {**own, **{t: i for i, t in fresh.items()}}
         if not authorization or authorization[:7].lower() != "bearer ":
             return None
         presented = authorization[7:].strip().encode()
