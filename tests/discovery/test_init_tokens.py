@@ -184,3 +184,26 @@ def test_a_dry_run_makes_no_token(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert "with its own token" in result.output
     assert not (state / "run").exists()
+
+
+def test_the_output_names_each_token_file_and_never_prints_a_token(tmp_path: Path) -> None:
+    home, state, gateway_token = a_machine(tmp_path)
+    result = CliRunner().invoke(cli, ["init", "--home", str(state), "--scan-home", str(home), "--platform", "linux",
+                                      "--mcpwall", EXE, "--yes", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["tokens"] == {c: str(state / "run" / "tokens" / f"{c}.token") for c in sorted(CLIENTS)}
+    for secret in [gateway_token, *(Path(p).read_text().strip() for p in summary["tokens"].values())]:
+        assert secret not in result.output
+
+
+def test_a_kept_policy_that_others_can_read_is_made_private(tmp_path: Path) -> None:
+    home, state, _ = a_machine(tmp_path)
+    policy = write(state, "policy.yaml", "version: '1'\nmode: enforce\ndefaultAction: allow\nnotifications:\n"
+                                         "  webhooks:\n    - url: https://hooks.example.com/T000/B000/secret\n")
+    policy.chmod(0o644)
+    text = policy.read_bytes()
+    result = init(home, state)
+    assert mode(policy) == 0o600
+    assert policy.read_bytes() == text  # kept, only its mode changed
+    assert "private" in result.output

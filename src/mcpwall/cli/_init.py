@@ -61,6 +61,21 @@ def _remote_hosts(result: Any) -> list[str]:
     return hosts
 
 
+def _make_private(console: Any, path: Path) -> None:
+    """A policy file others can read loses those bits: it may hold upstream headers, webhook URLs, env."""
+    import os
+    import stat
+
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if mode & 0o077:
+            os.chmod(path, mode & 0o700)
+            console.print(f"Made {path} private (mode {oct(mode & 0o700)[2:]}, was {oct(mode)[2:]}): it may hold "
+                          "credentials", soft_wrap=True, markup=False)
+    except OSError:
+        pass
+
+
 @click.command()
 @click.option("--policy", "mode", type=click.Choice(["audit", "enforce"]), default="audit", show_default=True,
               help="Mode of the policy written: audit records what enforce would block.")
@@ -91,7 +106,7 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
         scrubber_for,
     )
     from mcpwall.discovery._backup import write_atomic
-    from mcpwall.discovery._clienttokens import admin_tokens
+    from mcpwall.discovery._clienttokens import admin_tokens, identity_for
     from mcpwall.discovery._clienttokens import issue as issue_tokens
     from mcpwall.discovery._policyseed import policy_state, previous_seed, write_policy
 
@@ -116,9 +131,12 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
         except click.Abort:
             consent = False
     needing = {f.client for f in p.files if not f.error and any(c.kind != "wrap" for c in f.changes)}
+    tokens: dict[str, str] = {}
     if consent and needing and not dry_run:
         p = plan_init(result, state_home, tokens=issue_tokens(state_home, needing), **kwargs)
+        tokens = {c: str(state_home / "run" / "tokens" / f"{identity_for(c)}.token") for c in sorted(needing)}
     summary: dict[str, Any] = {"dryRun": dry_run, "mode": mode, "policy": None, "report": None, "rewritten": [],
+                               "tokens": tokens,
                                "errors": [], "skipped": [{"client": e.client, "name": e.name, "path": str(e.file),
                                                           "reason": r} for e, r in p.skipped]}
     if dry_run:
@@ -136,6 +154,7 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
         else:
             console.print(f"Kept your {state_home / 'policy.yaml'} (not written by init; --overwrite-policy replaces it)",
                           soft_wrap=True, markup=False)
+            _make_private(console, state_home / "policy.yaml")
         report_path = state_home / "risk-report.md"
         write_atomic(report_path, render_markdown(data, scrub).encode("utf-8"), 0o600)
         summary["report"] = str(report_path)
