@@ -39,6 +39,9 @@ def _load_file(path: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise ConfigError(f"{path}: not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: nested too deeply to read as JSON (a definition nested this deep "
+                          "is not one a client could show)") from exc
 
 
 def configured_servers(home: Path | None, policy: Path | None, servers_files: tuple[Path, ...]) -> dict[str, ServerSpec]:

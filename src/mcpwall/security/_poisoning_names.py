@@ -209,18 +209,22 @@ def name_findings(name: str, server: str, peers: Mapping[str, Iterable[str]],
     return unique
 
 
-def _properties(schema: Any, path: str = "") -> Iterable[tuple[str, str, dict[str, Any]]]:
-    if not isinstance(schema, dict):
+#: Levels of `properties`/`items` followed (the walk reports anything deeper as unscannable).
+_MAX_DEPTH = 64
+
+
+def _properties(schema: Any, path: str = "", depth: int = 0) -> Iterable[tuple[str, str, dict[str, Any]]]:
+    if not isinstance(schema, dict) or depth > _MAX_DEPTH:
         return
     props = schema.get("properties")
     if isinstance(props, dict):
         for key, sub in props.items():
             if isinstance(sub, dict):
-                yield str(key), f"{path}{key}", sub
-                yield from _properties(sub, f"{path}{key}.")
+                yield str(key), f"{path}{key}"[:512], sub
+                yield from _properties(sub, f"{path}{key}."[:512], depth + 1)
     items = schema.get("items")
     if isinstance(items, dict):
-        yield from _properties(items, f"{path}[].")
+        yield from _properties(items, f"{path}[]."[:512], depth + 1)
 
 
 def harvesting_params(schema: Any) -> list[tuple[str, str]]:

@@ -27,6 +27,7 @@ from typing import Any
 from mcpwall.security import _poisoning_rules as rules
 from mcpwall.security._poisoning_chars import clean, find_hidden, visible_text
 from mcpwall.security._poisoning_names import NameIndex, harvesting_params, name_findings
+from mcpwall.security._poisoning_walk import MAX_NAME, readings, walk
 
 SEVERITIES = ("low", "medium", "high")
 KINDS: dict[str, str] = {
@@ -39,6 +40,7 @@ KINDS: dict[str, str] = {
     "name_collision": "the same tool name offered by another server",
     "lookalike_name": "a name that passes for another tool's (case, separators, look-alike letters, decoys)",
     "oversized_description": "a definition too large for a person to review",
+    "unscannable_definition": "a definition nested too deep or too large to be read whole",
     "result_injection": "instructions aimed at the agent in a tool result",
 }
 #: Descriptions longer than this (characters, all text fields together) are reported.
@@ -47,6 +49,7 @@ REDACTED = "[mcpwall: removed text aimed at the agent]"
 
 _QUOTED_OR_SNAKE = re.compile(r"[`'\"\u2018\u2019\u201c\u201d]([A-Za-z][\w.-]*)[`'\"\u2018\u2019\u201c\u201d]"
                               r"|\b([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+)\b|\bthe\s+(\w+)\s+tool\b", re.I)
+_CONTROL_CHAR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _NOT_NAMES = frozenset({"this", "that", "the", "a", "an", "same", "other", "new", "any", "each"})
 
 
@@ -88,34 +91,28 @@ class _Text:
         if isinstance(value, str) and value.strip():
             self.parts.append((where, value))
 
-    def add_schema(self, where: str, schema: Any) -> None:
-        if isinstance(schema, dict):
-            for key, value in schema.items():
-                if key in ("description", "title", "default", "examples", "enum", "const", "$comment", "pattern"):
-                    self._add_values(f"{where}.{key}", value)
-                elif isinstance(value, dict | list):
-                    self.add_schema(f"{where}.{key}", value)
-        elif isinstance(schema, list):
-            for i, item in enumerate(schema):
-                self.add_schema(f"{where}[{i}]", item)
-
-    def _add_values(self, where: str, value: Any) -> None:
-        if isinstance(value, str):
-            self.add(where, value)
-        elif isinstance(value, list):
-            for item in value:
-                self._add_values(where, item)
-
     def joined(self) -> tuple[str, list[tuple[int, str]]]:
-        text, starts = "", []
-        for where, value in self.parts:
-            starts.append((len(text), where))
-            visible = visible_text(value)
-            text += visible + "\n"
-            spaced = _unspaced(visible)
-            if spaced is not None:
-                text += spaced + "\n"
-        return text, starts
+        chunks: list[str] = []
+        starts: list[tuple[int, str]] = []
+        offset = 0
+        shown = [visible_text(value) for _, value in self.parts]
+        whole = "\n".join(shown)
+        if not _SPACED.search(whole) and readings(whole) is None:
+            # nothing letter-spaced and no identifier spelling a phrase: no second readings to add
+            for (where, _), visible in zip(self.parts, shown, strict=True):
+                starts.append((offset, where))
+                offset += len(visible) + 1
+            return whole + "\n", starts
+        for (where, _), visible in zip(self.parts, shown, strict=True):
+            starts.append((offset, where))
+            chunk = [visible]
+            for extra in (_unspaced(visible), readings(visible)):
+                if extra is not None:
+                    chunk.append(extra)
+            text = "\n".join(chunk) + "\n"
+            chunks.append(text)
+            offset += len(text)
+        return "".join(chunks), starts
 
 
 #: "I g n o r e  p r e v i o u s": letters one space apart, words two (a reader, and a model, reads
@@ -158,7 +155,8 @@ class PeerIndex:
     of a whole list: build one per list (or per set of catalogs) and pass it to `scan_tool`."""
 
     def __init__(self, peers: Mapping[str, Iterable[str]]) -> None:
-        self.peers: dict[str, list[str]] = {s: list(names) for s, names in peers.items()}
+        # names past MAX_NAME are indexed by their start (the scan reports such a name unscannable)
+        self.peers: dict[str, list[str]] = {s: [n[:MAX_NAME] for n in names] for s, names in peers.items()}
         self.names = NameIndex(self.peers)
         # plain names are long and shaped like identifiers; short ones count only when quoted
         self.plain = {n for n in self.names.servers_of if len(n) >= 5 and re.search(r"[_\-]|[a-z][A-Z]", n)}
@@ -174,80 +172,99 @@ def scan_tool(tool: Mapping[str, Any], *, server: str = "", peers: Mapping[str, 
               max_description: int = DEFAULT_MAX_DESCRIPTION, index: PeerIndex | None = None) -> list[Finding]:
     """Every problem in one tools/list entry. `peers` maps each server to its tool names
     (this server included) for collision, look-alike and shadowing checks; `index` is the
-    same, prepared once for many calls."""
-    name = str(tool.get("name") or "")
-    index = index or PeerIndex(peers or {})
-    findings: list[Finding] = []
+    same, prepared once for many calls.
 
-    def add(kind: str, severity: str, evidence: str, where: str = "description") -> None:
-        findings.append(Finding(name, kind, severity, evidence, where, server))
+    Every key and string of the entry is read (`_poisoning_walk`), whatever field holds it:
+    the same text gives the same finding in the description, a property name, an `x-*`
+    extension, `_meta` or an icon's text."""
+    return _scan_definition(tool, str(tool.get("name") or ""), server=server, index=index or PeerIndex(peers or {}),
+                            max_description=max_description, harvest=True)
 
-    text = _Text()
-    text.add("name", name)
-    text.add("title", tool.get("title"))
-    text.add("description", tool.get("description"))
-    annotations = tool.get("annotations")
-    if isinstance(annotations, dict):
-        text.add("annotations.title", annotations.get("title"))
-    text.add_schema("inputSchema", tool.get("inputSchema"))
-    text.add_schema("outputSchema", tool.get("outputSchema"))
-    for key in _schema_keys(tool.get("inputSchema")):
-        text.add("inputSchema key", key)
 
-    seen_hidden: set[str] = set()
-    for where, value in text.parts:
-        for hidden in find_hidden(value):
-            if hidden.kind not in seen_hidden:
-                seen_hidden.add(hidden.kind)
-                add(hidden.kind, hidden.severity, hidden.evidence, where)
-
-    body = [(w, v) for w, v in text.parts if w not in ("name", "inputSchema key")]
-    joined, starts = _Text(body).joined()
+def _judge(parts: list[tuple[str, str]], name: str, server: str,
+           index: PeerIndex) -> tuple[str, str, str, str] | None:
+    """(kind, severity, evidence, where) when the text of `parts`, read together, is aimed at the agent."""
+    joined, starts = _Text(parts).joined()
     found = rules.hits(joined)
-    mentioned = index.mentions(joined, name, server)
+    mentioned = index.mentions(joined, name, server) if index.plain or index.names.servers_of else []
     cross_server = [(s, n) for s, n in mentioned if s != server]
     if cross_server:
         n = cross_server[0][1]
         pos = joined.find(n)
         found.append(rules.Hit("names-other-server-tool", "cross_ref", 1, pos, pos + len(n), n))
     score = rules.score(found)
-    if score >= 2:
-        strong = any(h.weight >= 2 for h in found)
-        severity = "high" if strong or score >= 3 else "medium"
-        others = {n for h in found if h.group in rules.CROSS_TOOL_GROUPS for n in _names_in(h.text)} - {name}
-        kind = "tool_shadowing" if cross_server or others else "hidden_instructions"
-        top = max(found, key=lambda h: (h.weight, -h.start))
-        evidence = rules.evidence(joined, found)
-        if kind == "tool_shadowing":
-            named = sorted({n for _, n in cross_server} | others)
-            evidence = f"refers to {', '.join(named[:4])}; {evidence}"
-        add(kind, severity, evidence, _where(starts, top.start))
+    if score < 2:
+        return None
+    strong = any(h.weight >= 2 for h in found)
+    severity = "high" if strong or score >= 3 else "medium"
+    others = {n for h in found if h.group in rules.CROSS_TOOL_GROUPS for n in _names_in(h.text)} - {name}
+    kind = "tool_shadowing" if cross_server or others else "hidden_instructions"
+    top = max(found, key=lambda h: (h.weight, -h.start))
+    evidence = rules.evidence(joined, found)
+    if kind == "tool_shadowing":
+        named = sorted({n for _, n in cross_server} | others)
+        evidence = f"refers to {', '.join(named[:4])}; {evidence}"
+    return kind, severity, evidence, _where(starts, top.start)
 
-    promo_text = "\n".join(visible_text(v) for w, v in text.parts if w in ("description", "title", "annotations.title"))
+
+def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index: PeerIndex, max_description: int,
+                     harvest: bool) -> list[Finding]:
+    """The findings of one definition (a tool, prompt, resource or template) named `label`."""
+    findings: list[Finding] = []
+
+    def add(kind: str, severity: str, evidence: str, where: str = "description") -> None:
+        findings.append(Finding(label, kind, severity, evidence, where, server))
+
+    own = item.get("name")
+    name = own if isinstance(own, str) else ""
+    walked = walk(item, skip=frozenset({"name"}))
+    if len(name) > MAX_NAME:
+        walked.truncated = walked.truncated or f"a name of {len(name)} characters"
+        name = name[:MAX_NAME]
+    label = label[:MAX_NAME]
+    strings = [("name", name)] if name.strip() else []
+    strings += walked.strings()
+
+    # invisible characters and escapes, in any string: the worst of each kind
+    hidden_by_kind: dict[str, tuple[int, str, str]] = {}
+    for where, value in strings:
+        if value.isascii() and "\x1b" not in value and not _CONTROL_CHAR.search(value):
+            continue
+        for hidden in find_hidden(value):
+            rank = SEVERITIES.index(hidden.severity)
+            if hidden.kind not in hidden_by_kind or rank > hidden_by_kind[hidden.kind][0]:
+                hidden_by_kind[hidden.kind] = (rank, hidden.evidence, where)
+    for kind, (rank, evidence, where) in hidden_by_kind.items():
+        add(kind, SEVERITIES[rank], evidence, where)
+
+    # prose is read together; each name (the tool's own, property names, type words) on its own
+    verdicts = [v for v in [_judge(walked.prose, label, server, index)] if v is not None]
+    alone = strings[:1] + walked.names if name.strip() else walked.names
+    if alone and rules.hits(_Text(alone).joined()[0]):
+        verdicts += [v for part in alone if (v := _judge([part], label, server, index)) is not None]
+    if verdicts:
+        kind, severity, evidence, where = max(verdicts, key=lambda v: (SEVERITIES.index(v[1]), v[0] == "tool_shadowing"))
+        add(kind, severity, evidence, where)
+
+    promo_text = "\n".join(visible_text(v) for _, v in walked.prose)
     promo = rules.promo_hits(promo_text)
     if rules.score(promo) >= 2:
-        add("preference_manipulation", "medium", rules.evidence(promo_text, promo))
+        add("preference_manipulation", "medium", rules.evidence(promo_text, promo),
+            _where(_Text(walked.prose).joined()[1], promo[0].start) if walked.prose else "description")
 
-    for path, evidence in harvesting_params(tool.get("inputSchema")):
-        add("context_harvesting", "high", evidence, f"inputSchema.properties.{path}")
+    if harvest and walked.truncated is None:
+        for path, evidence in harvesting_params(item.get("inputSchema")):
+            add("context_harvesting", "high", evidence, f"inputSchema.properties.{path}")
 
-    for nf in name_findings(name, server, index.peers, index.names):
+    for nf in name_findings(name or label, server, index.peers, index.names):
         add(nf.kind, nf.severity, nf.evidence, "name")
 
-    size = sum(len(v) for w, v in text.parts if w not in ("name", "inputSchema key"))
-    if size > max_description:
-        add("oversized_description", "low", f"{size} characters of description and schema text "
+    if walked.truncated is not None:
+        add("unscannable_definition", "high", f"not read whole: {walked.truncated}", "definition")
+    elif walked.size > max_description:
+        add("oversized_description", "low", f"{walked.size} characters of description and schema text "
                                             f"(limit {max_description})")
     return findings
-
-
-def _schema_keys(schema: Any) -> Iterable[str]:
-    if isinstance(schema, dict):
-        props = schema.get("properties")
-        if isinstance(props, dict):
-            for key, sub in props.items():
-                yield str(key)
-                yield from _schema_keys(sub)
 
 
 def scan_tools(tools: Sequence[Mapping[str, Any]], *, server: str = "",
@@ -265,14 +282,18 @@ def scan_tools(tools: Sequence[Mapping[str, Any]], *, server: str = "",
     return out
 
 
-def scan_prompt(prompt: Mapping[str, Any], *, server: str = "") -> list[Finding]:
-    """A prompts/list entry: hidden characters and instructions in its description and arguments."""
-    args = prompt.get("arguments")
-    schema = {"properties": {str(a.get("name")): a for a in args if isinstance(a, dict)}} \
-        if isinstance(args, list) else None
-    tool = {"name": prompt.get("name"), "title": prompt.get("title"), "description": prompt.get("description"),
-            "inputSchema": schema}
-    return [f for f in scan_tool(tool, server=server) if f.kind not in ("context_harvesting",)]
+def scan_prompt(prompt: Mapping[str, Any], *, server: str = "", label: str | None = None,
+                max_description: int = DEFAULT_MAX_DESCRIPTION) -> list[Finding]:
+    """A prompts/list entry (or a resource, resource template, or a server's instructions): every
+    key and string of it, its arguments' names and descriptions included, read as a tool's are.
+    `label` names it in findings (default: its name, URI or URI template)."""
+    if label is None:
+        label = next((str(v) for k in ("name", "uri", "uriTemplate") if isinstance(v := prompt.get(k), str)), "")
+    return _scan_definition(prompt, label, server=server, index=_NO_PEERS, max_description=max_description,
+                            harvest=False)
+
+
+_NO_PEERS = PeerIndex({})
 
 
 # ---------------------------------------------------------------------- results
@@ -364,15 +385,23 @@ def scan_result(result: Any, *, tool: str = "", server: str = "", redact: bool =
     return scan
 
 
-def sanitize(value: Any) -> Any:
-    """`value` with ANSI escapes and invisible characters removed from every string (keys included)."""
+def sanitize(value: Any, _depth: int = 0) -> Any:
+    """`value` with ANSI escapes and invisible characters removed from every string (keys included).
+
+    Levels past `_SANITIZE_DEPTH` are returned as they are: they belong to a definition the scan
+    reports unscannable (hidden in enforce mode), and recursing further could exhaust the stack."""
     if isinstance(value, str):
         return clean(value)
+    if _depth > _SANITIZE_DEPTH:
+        return value
     if isinstance(value, dict):
-        return {clean(k) if isinstance(k, str) else k: sanitize(v) for k, v in value.items()}
+        return {clean(k) if isinstance(k, str) else k: sanitize(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [sanitize(v) for v in value]
+        return [sanitize(v, _depth + 1) for v in value]
     return value
+
+
+_SANITIZE_DEPTH = 256
 
 
 def scan_payload(data: Any, *, max_description: int = DEFAULT_MAX_DESCRIPTION) -> list[Finding]:

@@ -42,6 +42,7 @@ import orjson
 from mcpwall.errors import ConfigError
 from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.security import poisoning as _scan
+from mcpwall.security._poisoning_chars import clean as _clean_text
 from mcpwall.security.poisoning import (
     Finding,
     PeerIndex,
@@ -67,6 +68,7 @@ DEFAULT_ACTIONS: dict[str, str | dict[str, str]] = {
     "preference_manipulation": "warn",
     "name_collision": "warn",
     "oversized_description": "warn",
+    "unscannable_definition": "block",
 }
 _STRENGTH = {"allow": 0, "warn": 1, "ask": 2, "hide": 3, "block": 3}
 _KEYS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources"}
@@ -188,22 +190,27 @@ class PoisoningStage(Stage):
         if self.config.is_trusted(server, name):
             return Verdict([], self.config)
         peers, peer_sig = (peer_set or self.peer_set()) if key == "tools" else ({}, "")
-        digest = hashlib.sha256(orjson.dumps(item, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+        try:
+            digest = hashlib.sha256(orjson.dumps(item, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+        except orjson.JSONEncodeError:
+            digest = ""  # nested past orjson's limit: the scan reports it unscannable; not cached
         cache_key = (server, key, name, digest, peer_sig)
-        cached = self._cache.get(cache_key)
+        cached = self._cache.get(cache_key) if digest else None
         if cached is not None:
             return cached
-        entry = {**item, "name": name}
         if key == "tools":
             if self._index is None or self._index[0] != peer_sig:
                 self._index = (peer_sig, PeerIndex(peers))
-            findings = scan_tool(entry, server=server, index=self._index[1],
+            findings = scan_tool({**item, "name": name}, server=server, index=self._index[1],
                                  max_description=self.config.max_description)
         else:
-            findings = scan_prompt(entry, server=server)
+            # a resource is named by its URI here; its own `name` field is read as it is
+            findings = scan_prompt(item, server=server, label=name, max_description=self.config.max_description)
         if len(self._cache) > 8192:
             self._cache.clear()
-        verdict = self._cache[cache_key] = Verdict(findings, self.config)
+        verdict = Verdict(findings, self.config)
+        if digest:
+            self._cache[cache_key] = verdict
         if findings and (server, name, digest) not in self._warned:
             self._warned.add((server, name, digest))
             log.warning("[%s] %s %r: %s (%s)", server, key[:-1], name, "; ".join(verdict.reasons()),
@@ -243,6 +250,10 @@ class PoisoningStage(Stage):
                                 "kinds": sorted({f.kind for f in verdict.findings})})
             if verdict.action in ("block", "hide"):
                 hide.append(f"{server}/{name}")
+                # the list filter sees the list after escapes and invisible characters are stripped
+                # (names included): a name that carried them must still match
+                if (cleaned := _clean_text(name)) != name:
+                    hide.append(f"{server}/{cleaned}")
         if flagged:
             ctx.notes["poisoning"] = {"hide": hide if self._enforcing() else [], "flagged": flagged}
 
@@ -385,7 +396,10 @@ def _locate(ctx: RequestContext, key: str, item: Mapping[str, Any]) -> tuple[str
 
 
 def _has_hidden(value: Any) -> bool:
-    raw = orjson.dumps(value, default=str)
+    try:
+        raw = orjson.dumps(value, default=str)
+    except orjson.JSONEncodeError:
+        return True  # too deep to serialise: let sanitize look
     # orjson escapes control characters and writes everything else as UTF-8
     return b"\\u00" in raw or not raw.isascii()
 
