@@ -3,6 +3,8 @@
     GET    /api/admin/policy                 the policy in force, its live rules, revision, mode
     POST   /api/admin/policy/rules           {"rule": {...}} -> add a live rule (201), 409 on a taken id
     DELETE /api/admin/policy/rules/{id}      remove a live rule
+    POST   /api/admin/policy/reload          load the policy files now, releasing a held reload
+                                             (`mcpwall policy reload`): {"loaded", "revision", "error"}
     GET    /api/admin/timeline?...           ledger rows: server, tool, decision (comma list), process,
                                              session, since, until, cursor, limit (<= 500)
     POST   /api/admin/verify-audit           the ledger's HMAC chain check
@@ -90,6 +92,8 @@ class AdminApi:
             body = await _body(receive)
             rule = body.get("rule", body) if isinstance(body, dict) else body
             return 201, self.live.add(rule)
+        if parts == ["policy", "reload"] and method == "POST":
+            return 200, self._reload()
         if len(parts) == 3 and parts[:2] == ["policy", "rules"] and method == "DELETE":
             return 200, self.live.remove(parts[2])
         if parts == ["timeline"] and method == "GET":
@@ -109,6 +113,27 @@ class AdminApi:
             "live_rules": self.live.describe(),
             "allowlist": source.allowlist.model_dump(),
         }
+
+    def _reload(self) -> dict[str, Any]:
+        store = self.gateway.policy
+        held = store.held
+        before = store.current.revision
+        loaded = store.load_now(by="a person (mcpwall policy reload)")
+        out = {"loaded": loaded, "revision": store.current.revision, "previous_revision": before,
+               "error": None if loaded else store.last_error, "released": held}
+        ledger = getattr(self.gateway, "ledger", None)
+        if ledger is not None:
+            import time
+
+            from mcpwall.ledger import Event
+
+            reason = (f"policy reloaded by a person: revision {before} -> {store.current.revision}" if loaded
+                      else f"policy reload by a person failed: {store.last_error}")
+            ledger.submit(Event(method="policy/reload", decision="allow" if loaded else "error",
+                                outcome="ok" if loaded else "error", ts=time.time(),
+                                policy_revision=store.current.revision, reasons=(reason,),
+                                error_message=None if loaded else store.last_error))
+        return out
 
     def _ledger(self) -> Any:
         ledger = getattr(self.gateway, "ledger", None)

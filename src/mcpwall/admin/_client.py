@@ -81,6 +81,9 @@ class GatewayClient:
     async def add_rule(self, rule: dict[str, Any]) -> Any:
         return await self.call("POST", "/api/admin/policy/rules", json={"rule": rule})
 
+    async def reload_policy(self) -> Any:
+        return await self.call("POST", "/api/admin/policy/reload")
+
     async def remove_rule(self, rule_id: str) -> Any:
         return await self.call("DELETE", f"/api/admin/policy/rules/{quote(rule_id, safe='')}")
 

@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "builtin": "mcpwall.cli._builtin:builtin",
     "mcp": "mcpwall.cli._admin_mcp:mcp",
     "uninstall": "mcpwall.cli._init:uninstall",
+    "policy": "mcpwall.cli._policy:policy",
 }
 
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mcpwall.cli._common import home_option, json_option, load_checked_engine, policy_path_for, print_json
-from mcpwall.policy import Call, Context, evaluate, prepare
+from mcpwall.policy import Call, Context, Decision, RuleTrace, evaluate, prepare
 
 _STYLE = {"allow": "green", "deny": "bold red", "warn": "yellow", "redact": "magenta",
           "ask": "cyan", "rewrite": "blue"}
@@ -38,6 +38,28 @@ def parse_now(text: str | None) -> datetime:
     except ValueError as exc:
         raise click.BadParameter(f"not an ISO 8601 time: {text!r}", param_hint="--now") from exc
     return when if when.tzinfo else when.astimezone()
+
+
+def _self_protection(home: Path | None, policy_file: Path | None, compiled: Any, call: Call,
+                     decision: Decision) -> Decision:
+    """The gateway's self-protection stage decides before the policy: the same answer here (issue 22)."""
+    from types import SimpleNamespace
+
+    from mcpwall.cli._common import resolve_home
+    from mcpwall.security.selfguard import RULE_ID
+    from mcpwall.stages.selfguard import protected_set
+
+    root = resolve_home(home)
+    settings = SimpleNamespace(home=root, policy_path=policy_file, servers_files=[], token_file=None, extras={})
+    guard = protected_set(root, compiled.source.files, dict(compiled.source.sections), settings)
+    subject = call.arguments if call.method in ("tools/call", "prompts/get") else {"uri": call.name}
+    finding = guard.check(subject, ())
+    if finding is None:
+        return decision
+    step = RuleTrace(RULE_ID, "gateway", "deny", "matched", finding.reason)
+    return Decision(action="deny", reasons=(finding.reason,), rule_ids=(RULE_ID,), mode=decision.mode,
+                    enforced_action="deny", revision=decision.revision, timeout_ms=decision.timeout_ms,
+                    trace=(step, *(decision.trace or ())))
 
 
 @click.command()
@@ -66,6 +88,7 @@ def simulate(tool: str, server: str, args_json: str | None, description: str, cl
                 client=client, agent=agent)
     decision = evaluate(engine.compiled, prepare(call), Context(now=parse_now(now_text), requests_last_minute=rate),
                         trace=True)
+    decision = _self_protection(home, policy_file, engine.compiled, call, decision)
     if as_json:
         print_json({"tool": tool, "server": server, **decision.as_dict(with_trace=verbose)})
         return

@@ -37,6 +37,7 @@ STAGE_ORDER: tuple[tuple[str, str], ...] = (
     ("honeytoken_tripwire", "mcpwall.stages.honeytokens"),
     ("protocol", "mcpwall.stages.protocol"),
     ("circuit", "mcpwall.stages.circuit"),
+    ("selfguard", "mcpwall.stages.selfguard"),
     ("policy", "mcpwall.stages.policy"),
     ("chain", "mcpwall.stages.chain"),
     ("schema", "mcpwall.stages.schema"),

@@ -22,6 +22,8 @@ from mcpwall.stages.hooks import run_hooks
 log = logging.getLogger("mcpwall.policy")
 
 POLICED = frozenset({"tools/call", "resources/read", "resources/subscribe", "prompts/get"})
+#: Outcomes of a call that never reached its server.
+_NOT_FORWARDED = frozenset({"deny", "ask-denied", "rejected"})
 _TEMPLATE = re.compile(r"\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}")
 
 
@@ -138,7 +140,18 @@ class PolicyStage(Stage):
             if again.redacted_keys and isinstance(rewritten, dict):
                 params = {**params, "arguments": redact_arguments(rewritten, again.redacted_keys)}
         ctx.params = params
+        if ctx.method == "tools/call":
+            # In flight until on_complete: a policy file changed meanwhile waits for a person (issue 22).
+            started = getattr(ctx.gateway.policy, "call_started", None)
+            if started is not None:
+                started(id(ctx), f"{ctx.server}/{ctx.target}")
         return None
+
+    def on_complete(self, ctx: RequestContext) -> None:
+        if ctx.method == "tools/call":
+            ended = getattr(ctx.gateway.policy, "call_ended", None)
+            if ended is not None:
+                ended(id(ctx), ctx.outcome not in _NOT_FORWARDED)
 
     async def _ask(self, ctx: RequestContext, decision: Decision) -> Reject | None:
         """Hold the call for a person; None lets it run."""

@@ -1,0 +1,411 @@
+"""The gateway's own files: a protected set no policy rule can open up (issue 22, SPEC 9).
+
+An agent that can write `<home>/policy.yaml` through an allowed filesystem tool
+switches the firewall off (`mode: audit`); one that reads `run/gateway.token`
+approves its own held calls. `ProtectedSet` is every path of the gateway's
+state: the home and everything under it, every policy file (`extends`, `corp`),
+`--servers` files, the token and key files, the ledger with its `-wal`/`-shm`
+and checkpoint, the RBAC files, and the mcpwall installation. `check()` finds
+an argument value, at any depth, that names one of them in any spelling the
+server or a shell could open:
+
+- `~`, `$HOME`, `${HOME}` and other `$VAR`s (the gateway's environment),
+  percent-encoding, `file:` URIs (`file:///`, `file://localhost/`, any host);
+- `.`/`..` segments, duplicate and trailing separators, backslashes;
+- relative paths, against every directory the upstream resolves them in
+  (its working directory and the directories it was given, as
+  server-filesystem resolves against its allowed directories);
+- symlinks (the path and any parent), resolved both as the kernel does
+  (`link/..` from the link's target) and as Node's `path.resolve` does first;
+- case: compared case-folded everywhere (conservative on case-sensitive disks);
+- words of command lines (`cat ~/.mcpwall/run/gateway.token`): shell word
+  splitting with quotes removed, `VAR=path`, `--opt=path`, `-opath`, redirects.
+
+Reads are refused as writes are: reading the token is as bad as writing the
+policy. What a path check cannot see: hard links (another name for the same
+inode; compare `st_ino` would need every file stat'ed), a symlink swapped
+between this check and the server's open, and paths a program computes
+(`cat $(printf ...)`). The sandbox (bubblewrap) is the answer to those.
+
+The set is built once (at start and on each policy reload); `check` only
+resolves strings that can be paths, with a short-lived realpath cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import orjson
+
+from mcpwall.policy._facts import CachedRealpath
+
+RULE_ID = "mcpwall.self-protection"
+
+#: Argument bounds beyond which the call is refused rather than half inspected.
+MAX_VALUES = 20_000
+MAX_DEPTH = 64
+#: Longest string parsed as embedded JSON or split into shell words.
+MAX_TEXT = 64 * 1024
+#: Longest single path considered (PATH_MAX is 4096 on Linux).
+MAX_PATH = 4096
+
+#: Argument names whose values are paths even without a separator (a bare `policy.yaml`).
+PATH_KEYS = frozenset(k.casefold() for k in (
+    "path", "paths", "file", "files", "filename", "filepath", "file_path", "dir", "dirname", "directory",
+    "folder", "source", "destination", "dest", "dst", "src", "target", "cwd", "root", "location", "uri",
+    "url", "from", "to", "output", "input", "old_path", "new_path", "oldPath", "newPath", "workdir",
+    "working_directory", "workingDirectory", "repo_path", "repoPath", "notebook_path", "image_path",
+))
+#: Argument names whose values are command lines (split into shell words even over several lines).
+COMMAND_KEYS = frozenset(k.casefold() for k in (
+    "command", "cmd", "commands", "script", "shell", "code", "commandLine", "command_line", "line", "run",
+    "exec", "args", "argv", "stdin", "input", "program", "bash", "sh",
+))
+#: A string holding none of these cannot name a path, unless it is a bare protected name.
+_PATHY = re.compile(r"[/\\~$%:]")
+#: ... nor be a command line or anything but one plain word.
+_SPECIAL = re.compile(r"[/\\~$%:<>|;&`\s]")
+#: A string a shell would split into several words.
+_SHELLY = re.compile(r"[<>|;&`\s]")
+_SPLIT = re.compile(r"[\s<>|;&`()'\"]+")
+_STRIP = "\"'`()<>;|&{}"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """An argument that names a protected path: what it said, where, and what it reaches."""
+
+    where: str
+    text: str
+    resolved: str
+    what: str
+
+    @property
+    def reason(self) -> str:
+        return (f"argument {self.where or '(value)'} names {self.what} ({self.resolved}): the gateway's own "
+                "files cannot be read or changed through a tool, whatever the policy allows")
+
+
+#: How long a path's resolution is trusted (a symlink swapped within it is a race no path check wins).
+_TTL = 2.0
+
+
+def _fold(path: str) -> str:
+    return path.casefold()
+
+
+def _lexical(path: str) -> str:
+    """`.`, `..`, `//` and a trailing `/` removed, as Node's path.resolve does (no file system)."""
+    out = os.path.normpath(path)
+    if out.startswith("//"):
+        out = "/" + out.lstrip("/")
+    return out
+
+
+class ProtectedSet:
+    """The gateway's own paths, case-folded, in both their written and their resolved forms."""
+
+    def __init__(self, dirs: Mapping[str, str], files: Mapping[str, str], user_home: str,
+                 cwd: str | None = None) -> None:
+        self.dirs: tuple[tuple[str, str], ...] = tuple(dirs.items())
+        self.files: dict[str, str] = dict(files)
+        self.user_home = user_home
+        self.cwd = cwd or os.getcwd()
+        self._realpath = CachedRealpath(ttl=_TTL, size=8192)
+        self._covered: dict[str, tuple[float, tuple[str, str] | None]] = {}
+        self._reached: dict[tuple[str, tuple[str, ...]], tuple[float, tuple[str, str] | None]] = {}
+        #: the last path segment of every protected entry: a bare word worth resolving
+        self.names = frozenset(p.rsplit("/", 1)[-1] for p in (*self.files, *dict(self.dirs)) if p.strip("/"))
+
+    @classmethod
+    def build(cls, home: Path | str, policy_paths: Iterable[Path | str] = (), *,
+              servers_files: Iterable[Path | str] = (), token_files: Iterable[Path | str] = (),
+              ledger_paths: Iterable[Path | str] = (), rbac_files: Iterable[Path | str] = (),
+              installation: bool = True, extra_dirs: Iterable[Path | str] = ()) -> ProtectedSet:
+        """The set for a gateway whose home is `home` (called at start and on each policy reload)."""
+        dirs: dict[str, str] = {}
+        files: dict[str, str] = {}
+
+        def add(table: dict[str, str], path: Path | str, label: str) -> None:
+            text = os.path.expanduser(str(path))
+            if not text:
+                return
+            absolute = _lexical(os.path.abspath(text))
+            for form in (absolute, _lexical(os.path.realpath(absolute))):
+                table.setdefault(_fold(form), label)
+
+        add(dirs, home, "the gateway's home")
+        for p in extra_dirs:
+            add(dirs, p, "the gateway's state")
+        for p in policy_paths:
+            add(files, p, "a policy file")
+        for p in servers_files:
+            add(files, p, "a server list of the gateway")
+        for p in token_files:
+            add(files, p, "a token or key file")
+        for p in rbac_files:
+            add(files, p, "an RBAC file")
+        for p in ledger_paths:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                add(files, f"{p}{suffix}", "the ledger")
+        if installation:
+            for path, label in install_paths():
+                add(dirs, path, label)
+        return cls(dirs, files, os.path.expanduser("~"))
+
+    # ------------------------------------------------------------------ one path
+
+    def covers(self, path: str) -> tuple[str, str] | None:
+        """(label, protected form) when the absolute `path`, in any resolution, is protected."""
+        now = time.monotonic()
+        cached = self._covered.get(path)
+        if cached is not None and now - cached[0] < _TTL:
+            return cached[1]
+        if "\x00" in path:
+            path = path.split("\x00", 1)[0]
+        lexical = _lexical(path)
+        forms = {lexical, self._realpath(path)}  # as the kernel walks it: `link/..` from the target
+        if ".." in path:
+            forms.add(self._realpath(lexical))  # as Node's path.resolve does first
+        result: tuple[str, str] | None = None
+        for form in forms:
+            hit = self._covers_one(_fold(form))
+            if hit is not None:
+                result = (hit, form)
+                break
+        if len(self._covered) >= 8192:
+            self._covered.clear()
+        self._covered[path] = (now, result)
+        return result
+
+    def _covers_one(self, folded: str) -> str | None:
+        label = self.files.get(folded)
+        if label is not None:
+            return label
+        for d, label in self.dirs:
+            if folded == d or folded.startswith(d + "/") or d == "/":
+                return label
+        return None
+
+    def spellings(self, text: str) -> list[str]:
+        """The absolute paths (before resolution) a path argument can mean; relative ones stay relative."""
+        out: list[str] = []
+        pending = [text]
+        current = text
+        for _ in range(3):
+            if "%" not in current:
+                break
+            decoded = unquote(current)
+            if decoded == current:
+                break
+            pending.append(decoded)
+            current = decoded
+        for item in list(pending):
+            low = item[:5].lower()
+            if low == "file:":
+                rest = item[5:]
+                if rest.startswith("//"):
+                    slash = rest.find("/", 2)
+                    rest = rest[slash:] if slash >= 0 else "/"
+                rest = rest.split("?", 1)[0].split("#", 1)[0]
+                pending.append(rest)
+                pending.append(unquote(rest))
+        for item in list(pending):
+            if item.startswith("~"):
+                pending.append(os.path.expanduser(item) if not item.startswith(("~/", "~\\")) and item != "~"
+                               else self.user_home + item[1:])
+            if "$" in item or "%" in item:
+                pending.append(os.path.expandvars(item))
+            if "\\" in item:
+                pending.append(item.replace("\\", "/"))
+        seen: dict[str, None] = {}
+        for item in pending:
+            if item and len(item) <= MAX_PATH:
+                seen.setdefault(item, None)
+        out.extend(seen)
+        return out
+
+    def reaches(self, text: str, bases: tuple[str, ...]) -> tuple[str, str] | None:
+        """Is `text` (one path-like word) a protected path, absolute or relative to any of `bases`?"""
+        now = time.monotonic()
+        key = (text, bases)
+        cached = self._reached.get(key)
+        if cached is not None and now - cached[0] < _TTL:
+            return cached[1]
+        result = self._reaches(text, bases)
+        if len(self._reached) >= 8192:
+            self._reached.clear()
+        self._reached[key] = (now, result)
+        return result
+
+    def _reaches(self, text: str, bases: tuple[str, ...]) -> tuple[str, str] | None:
+        for spelling in self.spellings(text):
+            if spelling.startswith("/"):
+                candidates: Iterable[str] = (spelling,)
+            elif spelling.startswith("~") or "://" in spelling:
+                continue
+            else:
+                candidates = (os.path.join(b, spelling) for b in bases)
+            for candidate in candidates:
+                hit = self.covers(candidate)
+                if hit is not None:
+                    return hit
+        return None
+
+    # ------------------------------------------------------------------ a call's arguments
+
+    def check(self, args: Any, cwd_candidates: Iterable[str] = ()) -> Finding | None:
+        """The first argument value that names a protected path, else None.
+
+        `cwd_candidates`: the directories a relative path may be resolved in by the upstream
+        (its working directory, its allowed directories). The gateway's own working directory
+        is always one of them (a server started without `cwd` inherits it).
+        """
+        bases = tuple(dict.fromkeys((*cwd_candidates, self.cwd)))
+        walker = _Walk(self, bases)
+        try:
+            walker.walk(args, "", "", 0)
+        except _Found as found:
+            return found.finding
+        return None
+
+
+def install_paths() -> list[tuple[str, str]]:
+    """The mcpwall installation: its package directory, its virtual environment and its entry point."""
+    import mcpwall
+
+    out: list[tuple[str, str]] = [(str(Path(mcpwall.__file__).resolve().parent), "the mcpwall installation")]
+    if sys.prefix != sys.base_prefix:  # a venv: all of it is the installation; a system prefix is not ours
+        out.append((sys.prefix, "the mcpwall installation (its environment)"))
+    entry = sys.argv[0] if sys.argv and os.path.basename(sys.argv[0]).startswith("mcpwall") else ""
+    if entry:
+        out.append((entry, "the mcpwall installation (its entry point)"))
+    return out
+
+
+class _Found(Exception):
+    """Control flow: the first finding ends the walk (never escapes this module)."""
+
+    def __init__(self, finding: Finding) -> None:
+        self.finding = finding
+
+
+class _Walk:
+    __slots__ = ("bases", "count", "guard")
+
+    def __init__(self, guard: ProtectedSet, bases: tuple[str, ...]) -> None:
+        self.guard = guard
+        self.bases = bases
+        self.count = 0
+
+    def walk(self, value: Any, where: str, key: str, depth: int) -> None:
+        self.count += 1
+        if self.count > MAX_VALUES or depth > MAX_DEPTH:
+            raise _Found(Finding(where, "", "(not inspected)", "arguments too large or too deep to inspect "
+                                 "for the gateway's own files"))
+        kind = type(value)
+        if kind is str:
+            self.text(value, where, key)
+        elif kind is dict or (kind is not list and isinstance(value, Mapping)):
+            names = self.guard.names
+            for k, v in value.items():
+                ks = str(k)
+                # The where-text is built only for what is inspected (most values are plain words).
+                if _SPECIAL.search(ks) is not None or ks.casefold() in names:
+                    self.text(ks, f"{where}.{ks}#key" if where else f"{ks}#key", "")
+                if type(v) is str and _SPECIAL.search(v) is None and ks.casefold() not in PATH_KEYS \
+                        and v.casefold() not in names:
+                    self.count += 1
+                    continue
+                self.walk(v, f"{where}.{ks}" if where else ks, ks, depth + 1)
+        elif kind is list or isinstance(value, tuple):
+            for i, v in enumerate(value):
+                self.walk(v, f"{where}[{i}]", key, depth + 1)
+
+    def text(self, value: str, where: str, key: str) -> None:
+        if not value:
+            return
+        folded_key = key.casefold()
+        path_key = folded_key in PATH_KEYS
+        if _SPECIAL.search(value) is None:
+            # One plain word: a path only as a protected name or as a path argument (the fast path).
+            if path_key or value.casefold() in self.guard.names:
+                self.word(value, where, path_key=path_key)
+            return
+        stripped = value.strip()
+        if stripped[:1] in ("{", "[") and len(stripped) <= MAX_TEXT:
+            try:
+                inner = orjson.loads(stripped)
+            except orjson.JSONDecodeError:
+                inner = None
+            if isinstance(inner, dict | list):
+                self.walk(inner, f"{where}#json", key, 1)
+        spaced = _SHELLY.search(stripped) is not None
+        if not spaced or path_key:
+            self.word(stripped, where, path_key=path_key)
+        if not spaced or len(value) > MAX_TEXT:
+            return
+        if folded_key in COMMAND_KEYS:
+            # A command line: each word, as the shell splits it (quotes and escapes removed); a quoted
+            # word with spaces in it (`sh -c 'cat ...'`) is a command line of its own.
+            for w in _words(value):
+                if _SHELLY.search(w) is not None and len(w) < len(value):
+                    self.text(w, where, key)
+                else:
+                    self.word(w, where, path_key=False, shell=True)
+        elif "\n" not in stripped and _PATHY.search(stripped) is not None:
+            # A one-line text a shell may run: its path-like words (a cheap split; bare words are not paths).
+            for w in _SPLIT.split(stripped):
+                if _PATHY.search(w) is not None:
+                    self.word(w, where, path_key=False, shell=True)
+
+    def word(self, word: str, where: str, *, path_key: bool, shell: bool = False) -> None:
+        guard = self.guard
+        word = word.strip(_STRIP) if shell else word
+        if not word or len(word) > MAX_PATH:
+            return
+        pieces = [word]
+        if shell or "=" in word:
+            if "=" in word:  # VAR=path, --opt=path
+                pieces.append(word.split("=", 1)[1])
+            if word[:1] == "-" and len(word) > 2 and word[1] != "-":  # -opath
+                pieces.append(word[2:])
+            if word[:1] == "@":  # curl -d @file
+                pieces.append(word[1:])
+            if ":" in word and "://" not in word and not word.lower().startswith("file:"):  # host:path, a:b
+                pieces.extend(word.split(":"))
+        for piece in pieces:
+            if not piece:
+                continue
+            # A bare word is worth resolving as a protected name in a directory the server resolves
+            # in, as a path argument, or (in a command line) as a symlink there.
+            if _PATHY.search(piece) is None and not piece.startswith(".") \
+                    and piece.casefold() not in guard.names and not path_key \
+                    and not (shell and any(os.path.islink(os.path.join(b, piece)) for b in self.bases)):
+                continue
+            hit = guard.reaches(piece, self.bases)
+            if hit is not None:
+                raise _Found(Finding(where, word, hit[1], hit[0]))
+
+
+def _words(text: str) -> list[str]:
+    """Shell words with quotes and escapes removed; operators (`;`, `|`, `>`, `$(`) split off."""
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        return list(lexer)
+    except ValueError:  # an unbalanced quote: the plain words are what a lenient shell would see
+        return text.split()
+
+
+__all__ = ["COMMAND_KEYS", "MAX_VALUES", "PATH_KEYS", "RULE_ID", "Finding", "ProtectedSet", "install_paths"]

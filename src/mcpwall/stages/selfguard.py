@@ -1,0 +1,189 @@
+"""The self-protection stage: no call may name the gateway's own files (issue 22, SPEC 9).
+
+Runs just before `policy`, on every server, for tools/call and prompts/get
+arguments and for the URI of resources/read|subscribe (and completion/complete):
+a call whose arguments name a path of the `ProtectedSet` (see
+`mcpwall.security.selfguard`) is refused with -32001 and rule id
+`mcpwall.self-protection`, whatever the profile, the corp layer or the
+allowlist say, and in audit mode too: an agent that could write `mode: audit`
+would otherwise switch the firewall off with its first call.
+
+The set is built when the gateway is bound and again on every policy reload
+(the `extends` chain may change); the directories a relative path may be
+resolved in are computed per server at start (its `cwd`, the directories in
+its arguments, its configured roots). A held policy reload is recorded in the
+ledger as a `policy/reload` protocol event with this rule id.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcpwall.protocol import ErrorCode
+from mcpwall.security.selfguard import RULE_ID, Finding, ProtectedSet
+from mcpwall.stages._base import Reject, RequestContext, Stage
+
+if TYPE_CHECKING:
+    from mcpwall.proxy._gateway import Gateway
+
+_ARGUMENTS = frozenset({"tools/call", "prompts/get"})
+_PARAMS = frozenset({"resources/read", "resources/subscribe", "completion/complete"})
+
+
+def protected_set(home: Path, policy_files: Iterable[str | Path], config: Mapping[str, Any],
+                  settings: Any = None) -> ProtectedSet:
+    """The gateway's protected set from its home, policy files, policy sections and start options."""
+    from mcpwall.ledger import checkpoint_path, key_path, parse_url
+    from mcpwall.proxy._token import token_path
+
+    policy_files = [*policy_files]
+    policy_path = getattr(settings, "policy_path", None)
+    if policy_path is not None:
+        policy_files.append(policy_path)
+    policy_files.append(home / "policy.yaml")
+    tokens = [token_path(home), key_path(home), checkpoint_path(home)]
+    token_file = getattr(settings, "token_file", None)
+    if token_file is not None:
+        tokens.append(token_file)
+    ledger: list[Path] = []
+    section = config.get("ledger")
+    url = (getattr(settings, "extras", None) or {}).get("ledger_url")
+    if url is None and isinstance(section, Mapping) and section.get("url") is not None:
+        url = str(section["url"])
+    try:
+        location = parse_url(home, url)
+    except Exception:  # a bad URL is the audit stage's to report; the default file is still ours
+        location = parse_url(home, None)
+    if location.path is not None:
+        ledger.append(location.path if location.path.is_absolute() else home / location.path)
+    rbac: list[Path] = []
+    section = config.get("rbac")
+    if section is not None and section is not False:
+        names = section if isinstance(section, Mapping) else {}
+        base = Path(policy_path).expanduser().resolve().parent if policy_path is not None else home
+        for key, default in (("model", "rbac_model.conf"), ("policy", "rbac_policy.csv")):
+            rbac.append(base / Path(str(names.get(key, default))).expanduser())
+            rbac.append(home / Path(str(names.get(key, default))).expanduser())
+    state: list[Path] = []
+    anchor = _anchor_dir(section if isinstance(section := config.get("ledger"), Mapping) else {})
+    if anchor is not None:
+        state.append(anchor)
+    return ProtectedSet.build(home, policy_files, servers_files=getattr(settings, "servers_files", None) or (),
+                              token_files=tokens, ledger_paths=ledger, rbac_files=rbac, extra_dirs=state)
+
+
+def _anchor_dir(section: Mapping[str, Any]) -> Path | None:
+    """The ledger's head anchors, kept outside the home (`ledger.anchor`, `$MCPWALL_ANCHOR_DIR`)."""
+    try:
+        module = importlib.import_module("mcpwall.ledger._anchor")
+        found = module.anchor_dir(section.get("anchor"))
+    except Exception:  # no anchors in this build, or a bad setting the ledger stage reports
+        return None
+    return Path(found) if found is not None else None
+
+
+def server_dirs(spec: Any) -> tuple[str, ...]:
+    """Where the upstream resolves a relative path: its cwd, the directories it was given, its roots."""
+    out: list[str] = []
+    cwd = getattr(spec, "cwd", None)
+    out.append(os.path.abspath(os.path.expanduser(cwd)) if cwd else os.getcwd())
+    for arg in [*(getattr(spec, "args", None) or ()), *(getattr(spec, "roots", None) or ())]:
+        text = str(arg)
+        if text.startswith("file://"):
+            text = text[7:]
+        text = os.path.expanduser(text)
+        if text.startswith("/") and os.path.isdir(text):
+            out.append(text)
+    return tuple(dict.fromkeys(out))
+
+
+def refusal(finding: Finding, revision: str) -> Reject:
+    reason = finding.reason
+    return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + reason,
+                  {"reasons": [reason], "rule_ids": [RULE_ID], "revision": revision, "mode": "enforce",
+                   "self_protection": True})
+
+
+class SelfGuardStage(Stage):
+    name = "selfguard"
+
+    def __init__(self, home: Path, config: Mapping[str, Any], settings: Any = None) -> None:
+        self.home = home
+        self.settings = settings
+        self.config = dict(config)
+        self.guard = protected_set(home, (), self.config, settings)
+        self.dirs: dict[str, tuple[str, ...]] = {}
+        self.refused = 0
+        self.gateway: Gateway | None = None
+
+    def bind(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        store = gateway.policy
+        self._rebuild(store.current)
+        store.listeners.append(self._rebuild)
+        if hasattr(store, "hold_listeners"):
+            store.hold_listeners.append(self._held)
+
+    def _rebuild(self, compiled: Any) -> None:
+        source = compiled.source
+        self.guard = protected_set(self.home, source.files, dict(source.sections) or self.config, self.settings)
+        if self.gateway is not None:
+            self.dirs = {name: server_dirs(up.spec) for name, up in self.gateway.servers.items()}
+
+    async def start(self) -> None:
+        if self.gateway is not None:
+            self.dirs = {name: server_dirs(up.spec) for name, up in self.gateway.servers.items()}
+
+    async def on_request(self, ctx: RequestContext) -> Reject | None:
+        method = ctx.method
+        if method in _ARGUMENTS:
+            value: Any = ctx.params.get("arguments")
+        elif method in _PARAMS:
+            value = ctx.params
+        else:
+            return None
+        if not value:
+            return None
+        dirs = self.dirs.get(ctx.server or "")
+        if dirs is None:
+            dirs = self.dirs[ctx.server or ""] = server_dirs(getattr(ctx.gateway.servers.get(ctx.server or ""),
+                                                                     "spec", None))
+        finding = self.guard.check(value, dirs)
+        if finding is None:
+            return None
+        self.refused += 1
+        ctx.notes["self_protection"] = {"argument": finding.where, "protected": finding.resolved}
+        return refusal(finding, ctx.gateway.policy.current.revision)
+
+    def _held(self, record: Mapping[str, Any]) -> None:
+        ledger = getattr(self.gateway, "ledger", None)
+        if ledger is None:
+            return
+        from mcpwall.ledger import Event
+
+        reason = (f"policy reload held: {', '.join(record.get('files') or ())} changed while "
+                  f"{record.get('call')} could have written it; run `mcpwall policy reload`")
+        ledger.submit(Event(method="policy/reload", decision="held", outcome="held", ts=time.time(),
+                            tool_name=", ".join(record.get("files") or ())[:500] or None,
+                            policy_revision=str(record.get("revision") or ""), rule_ids=(RULE_ID,),
+                            reasons=(reason,), mode="enforce"))
+
+    def status(self) -> dict[str, Any]:
+        return {"refused": self.refused, "protected_dirs": len(self.guard.dirs),
+                "protected_files": len(self.guard.files)}
+
+
+def build(config: Mapping[str, Any], settings: Any = None) -> SelfGuardStage | None:
+    """On in every gateway (there is no option to switch it off); None without a home (unit tests)."""
+    home = getattr(settings, "home", None)
+    if home is None:
+        return None
+    return SelfGuardStage(Path(home), config, settings)
+
+
+__all__ = ["SelfGuardStage", "build", "protected_set", "refusal", "server_dirs"]

@@ -1,0 +1,165 @@
+"""The self-protection guard, called directly (issue 22: the gateway protects its own files).
+
+Strategy: a real home on disk (policy file, an `extends`'d base outside it, token,
+ledger) and a workspace beside it holding symlinks into the home; `ProtectedSet.check`
+gets each spelling of a protected path an agent could send (absolute, relative to
+the server's directories, `..`, `.`, `//`, trailing `/`, case, `~`/`$HOME`/`${VAR}`,
+`file://` with hosts and percent-encoding, symlinks and symlinked parents, nested
+objects, arrays, JSON in strings, path keys, and words of command lines) and must
+find every one; ordinary workspace paths and texts must pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mcpwall.security.selfguard import RULE_ID, ProtectedSet
+from mcpwall.stages.selfguard import protected_set, server_dirs
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    user = tmp_path / "user"
+    home = user / ".mcpwall"
+    (home / "run").mkdir(parents=True)
+    (home / "policy.yaml").write_text("extends: ../base.yaml\n")
+    (home / "run" / "gateway.token").write_text("t0ken\n")
+    (home / "ledger.db").write_text("")
+    base = user / "base.yaml"
+    base.write_text("rules: []\n")
+    ws = user / "ws"
+    ws.mkdir()
+    (ws / "notes.md").write_text("notes\n")
+    (ws / "home-link").symlink_to(home)
+    (ws / "token-link").symlink_to(home / "run" / "gateway.token")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "up").symlink_to(user)  # a symlinked parent: ws/sub/up/.mcpwall/...
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.setenv("MCPWALL_HOME", str(home))
+    return {"user": user, "home": home, "base": base, "ws": ws}
+
+
+def guard_for(tree: dict[str, Path]) -> ProtectedSet:
+    home = tree["home"]
+    g = ProtectedSet.build(home, [home / "policy.yaml", tree["base"]], token_files=[home / "run" / "gateway.token"],
+                           ledger_paths=[home / "ledger.db"])
+    g.user_home = str(tree["user"])
+    return g
+
+
+def spellings(tree: dict[str, Path]) -> list[str]:
+    home, ws, user = str(tree["home"]), str(tree["ws"]), str(tree["user"])
+    return [
+        f"{home}/policy.yaml", f"{home}/run/gateway.token", f"{home}/ledger.db", f"{home}/ledger.db-wal",
+        f"{home}/run/ledger.checkpoint", f"{home}/run/ledger.key", home, f"{home}/", f"{home}/run/",
+        f"{home}//run//gateway.token", f"{home}/./policy.yaml", f"{home}/policy.yaml/", f"{home}/policy.yaml//",
+        f"{ws}/../.mcpwall/policy.yaml", f"{ws}/./../.mcpwall/run/../run/gateway.token",
+        f"{home.upper()}/POLICY.YAML", f"{user}/.MCPWALL/run/Gateway.Token",
+        "~/.mcpwall/policy.yaml", "~/.mcpwall/run/gateway.token", "$HOME/.mcpwall/ledger.db",
+        "${HOME}/.mcpwall/policy.yaml", "$MCPWALL_HOME/run/gateway.token", "${MCPWALL_HOME}",
+        f"file://{home}/policy.yaml", f"file://localhost{home}/run/gateway.token", f"FILE://{home}/ledger.db",
+        f"file://{home}/run/gateway%2Etoken", f"file:{home}/policy.yaml", f"file://evil.example{home}/policy.yaml",
+        f"{home}/run/%67ateway.token".replace("/run/", "%2Frun%2F"),
+        f"{ws}/home-link/policy.yaml", f"{ws}/home-link", f"{ws}/home-link/", f"{ws}/token-link",
+        f"{ws}/sub/up/.mcpwall/run/gateway.token", f"{ws}/home-link/../ws/home-link/run/gateway.token",
+        str(tree["base"]), f"{ws}/../base.yaml",
+        f"{home}/policy.yaml\x00.txt",
+        "home-link/policy.yaml", "token-link", "../.mcpwall/policy.yaml", "../base.yaml", "./home-link/run/",
+    ]
+
+
+def test_every_spelling_of_a_protected_path_is_found_issue_22(tree: dict[str, Path]) -> None:
+    g = guard_for(tree)
+    missed = [s for s in spellings(tree) if g.check({"path": s}, (str(tree["ws"]),)) is None]
+    assert missed == []
+
+
+def test_a_protected_path_is_found_at_any_depth_and_in_any_argument(tree: dict[str, Path]) -> None:
+    g = guard_for(tree)
+    token = f"{tree['home']}/run/gateway.token"
+    for args in ({"edits": [{"path": token}]}, {"a": {"b": [[{"c": token}]]}}, {"payload": json.dumps({"p": token})},
+                 {"files": {token: "x"}}, {"source": f"{tree['ws']}/notes.md", "destination": token},
+                 {"paths": [f"{tree['ws']}/notes.md", "~/.mcpwall/policy.yaml"]}, {"opt": f"--output={token}"},
+                 {"anything": token}, {"uri": f"file://{token}"}):
+        finding = g.check(args, (str(tree["ws"]),))
+        assert finding is not None, args
+        assert "gateway" in finding.reason
+
+
+@pytest.mark.parametrize("command", [
+    "cat ~/.mcpwall/run/gateway.token",
+    "cat '$HOME/.mcpwall/run/gateway.token'",
+    "sed -i s/enforce/audit/ \"$MCPWALL_HOME/policy.yaml\"",
+    "echo 'mode: audit' > ~/.mcpwall/policy.yaml",
+    "echo x>>~/.mcpwall/policy.yaml",
+    "cat<~/.mcpwall/run/gateway.token",
+    "true && cp /tmp/x ~/.mcpwall/policy.yaml",
+    "POLICY=~/.mcpwall/policy.yaml vi",
+    "tar --file=~/.mcpwall/ledger.db -c .",
+    "curl -H @~/.mcpwall/run/gateway.token -o/dev/null x",
+    "sh -c 'cat ~/.mcpwall/run/gateway.token'",
+    "echo `cat ~/.mcpwall/run/gateway.token`",
+    "cat $(echo ~/.mcpwall/run/gateway.token)",
+    "ls home-link",
+    "cat token-link",
+    "scp host:x ~/.mcpwall/run/gateway.token",
+    "r\\m ~/.mcpwall/ledger.db",
+])
+def test_words_of_a_command_line_are_checked_as_paths(tree: dict[str, Path], command: str) -> None:
+    g = guard_for(tree)
+    assert g.check({"command": command}, (str(tree["ws"]),)) is not None
+    assert g.check({"args": ["-c", command]}, (str(tree["ws"]),)) is not None
+
+
+def test_ordinary_workspace_paths_and_texts_are_not_caught(tree: dict[str, Path]) -> None:
+    g = guard_for(tree)
+    ws = str(tree["ws"])
+    for args in ({"path": f"{ws}/notes.md"}, {"path": "notes.md"}, {"path": f"{ws}/new/file.txt"},
+                 {"path": f"{ws}/home-link-not/x"}, {"path": f"{ws}/home-link/../notes.md"},
+                 {"path": str(tree["user"])}, {"path": f"{tree['user']}/.mcpwall-old/x"},
+                 {"content": "the policy lives in ~/.mcpwall/policy.yaml\nand the token beside it\n"},
+                 {"command": "ls -la && cat notes.md | wc -l"}, {"timezone": "Europe/Paris"},
+                 {"url": "https://example.com/.mcpwall/policy.yaml"}, {"n": 3, "flag": True, "none": None},
+                 {"entities": [{"name": "policy", "observations": ["likes tea"]}]}, {}):
+        assert g.check(args, (ws,)) is None, args
+
+
+def test_relative_paths_resolve_against_the_servers_directories(tree: dict[str, Path]) -> None:
+    g = guard_for(tree)
+    assert g.check({"path": ".mcpwall/policy.yaml"}, (str(tree["ws"]),)) is None
+    assert g.check({"path": ".mcpwall/policy.yaml"}, (str(tree["ws"]), str(tree["user"]))) is not None
+    assert g.check({"path": "policy.yaml"}, (str(tree["home"]),)) is not None
+    assert g.check({"path": ".mcpwall"}, (str(tree["user"]),)) is not None
+
+
+def test_arguments_too_large_to_inspect_are_refused(tree: dict[str, Path]) -> None:
+    g = guard_for(tree)
+    deep: object = "x"
+    for _ in range(100):
+        deep = [deep]
+    assert g.check({"a": deep}, ()) is not None
+
+
+def test_the_gateways_set_holds_home_policy_chain_ledger_and_installation(tree: dict[str, Path]) -> None:
+    import mcpwall
+
+    home = tree["home"]
+    g = protected_set(home, [str(home / "policy.yaml"), str(tree["base"])], {"ledger": {"url": "elsewhere.db"}})
+    for path in (home / "policy.yaml", tree["base"], home / "run" / "gateway.token", home / "elsewhere.db-wal",
+                 Path(mcpwall.__file__), Path(mcpwall.__file__).parent / "policy" / "_facts.py"):
+        assert g.check({"path": str(path)}, ()) is not None, path
+    assert g.check({"path": str(tree["ws"] / "notes.md")}, ()) is None
+    assert RULE_ID == "mcpwall.self-protection"
+
+
+def test_a_servers_directories_are_its_cwd_its_directory_arguments_and_roots(tree: dict[str, Path]) -> None:
+    from mcpwall.policy import ServerSpec
+
+    spec = ServerSpec(command="server-filesystem", args=[str(tree["ws"]), "--flag", str(tree["user"] / "nope")],
+                      cwd=str(tree["user"]), roots=[f"file://{tree['home']}"])
+    assert server_dirs(spec) == (str(tree["user"]), str(tree["ws"]), str(tree["home"]))
+    assert server_dirs(None) == (os.getcwd(),)
