@@ -95,6 +95,7 @@ def looks_like_password(value: str) -> bool:
 
 #: Leading bytes of file formats whose base64 looks random but is data, not a key.
 _FILE_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\x89PNG", b"bplist", b"GIF8", b"\xff\xd8\xff", b"%PDF", b"BZh")
+FILE_MAGIC = _FILE_MAGIC
 
 
 def _b64_text(value: str) -> bool:
@@ -220,6 +221,10 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"), r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY",
         window=1 << 20),
+    # a PuTTY key's private part (the lines after `Private-Lines: N`), with or without the file's header
+    SecretPattern("private-key", re.compile(
+        r"Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n)(?:[A-Za-z0-9+/]+={0,2}(?:\r?\n|(?:\\r)?\\n|\Z))+"),
+        r"Private-Lines:", window=1 << 16),
     SecretPattern("aws-access-key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"
                                                r"(?![A-Za-z0-9])"),
                   r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"),
@@ -263,5 +268,5 @@ PATTERNS: tuple[SecretPattern, ...] = (
 )
 
 
-__all__ = ["PATTERNS", "SecretPattern", "entropy", "high_entropy", "is_placeholder", "looks_like_password",
+__all__ = ["FILE_MAGIC", "PATTERNS", "SecretPattern", "entropy", "high_entropy", "is_placeholder", "looks_like_password",
            "looks_random"]

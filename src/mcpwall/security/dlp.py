@@ -15,6 +15,8 @@ key, so the table in memory cannot be brute-forced offline.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import hashlib
 import json
 import re
@@ -26,12 +28,36 @@ from typing import Any
 
 import re2
 
+from mcpwall.security import _decode
+from mcpwall.security._decode import MAX_DECODED, Budget, Unreadable
 from mcpwall.security._json import MAX_DEPTH, decodings, join, strings
-from mcpwall.security._secrets import PATTERNS, SecretPattern
+from mcpwall.security._secrets import FILE_MAGIC, PATTERNS, SecretPattern
 
 #: Strings longer than this are not parsed as JSON (they are still scanned as text).
 MAX_JSON_TEXT = 1 << 20
 MIN_FINGERPRINT = 8
+#: keys whose string value is a base64 payload (MCP image/audio `data`, resource `blob`): when its
+#: decoded content holds a secret, the whole value is replaced by `withheld_blob`
+BLOB_KEYS = frozenset({"blob", "data"})
+#: where encoded content may be: a run of 32 base64 characters (the entropy catch-all's prefilter,
+#: so one RE2 set entry serves both; a shorter payload is decoded when it is a whole string)
+_ENCODED_PREFILTER = r"[A-Za-z0-9+/_-]{32}"
+#: a whole string that is a short base64 payload (20 to 31 characters: no set entry finds those)
+_SHORT_B64 = re.compile(r"[A-Za-z0-9+/_-]{20,31}={0,2}")
+#: a base64 run whose lines may be broken by real or JSON-escaped newlines (PEM bodies, `base64` output)
+_B64_BLOCK = re2.compile(rb"[A-Za-z0-9+/_][A-Za-z0-9+/_-]{31,}={0,2}"
+                         rb"(?:(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/_][A-Za-z0-9+/_-]*={0,2})*")
+_DIGITS = frozenset(b"0123456789")
+#: what `Scanner._inspect` says of content it knows and found no secret in (an image, a certificate)
+_KNOWN = ("", "")
+
+
+def _lines(run: str) -> list[str]:
+    """The lines of a base64 block, broken by real or JSON-escaped newlines."""
+    return run.replace("\\r", "").replace("\\n", "\n").replace("\r", "").split("\n")
+
+#: the line widths of PEM (64) and OpenSSH (70) key bodies; MIME and `base64` wrap at 76
+_KEY_WIDTHS = (64, 70)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,15 +85,29 @@ class Scanner:
     chunks, the set pass costs about 9 us per chunk.
     """
 
-    def __init__(self, patterns: Sequence[SecretPattern] = PATTERNS, disabled: Iterable[str] = ()) -> None:
+    def __init__(self, patterns: Sequence[SecretPattern] = PATTERNS, disabled: Iterable[str] = (),
+                 decode: bool = True, max_decoded: int = MAX_DECODED) -> None:
         off = set(disabled)
         self.patterns = tuple(p for p in patterns if p.type not in off)
         self.types = tuple(dict.fromkeys(p.type for p in self.patterns))
+        self.max_decoded = max_decoded
         options = re2.Options()
         options.max_mem = 64 << 20
         rs = re2.Set.SearchSet(options)
         for p in self.patterns:
             rs.Add(p.prefilter)
+        #: the set entry that says where encoded content may be (-1: decoding is off); its own entry
+        #: only when the entropy catch-all (whose prefilter it shares) is disabled
+        self._encoded_index = -1
+        self._encoded_own = False
+        #: scans the text inside binary content: without the catch-alls, which random bytes trip
+        self._binary: Scanner | None = None
+        if decode:
+            shared = [i for i, p in enumerate(self.patterns) if p.prefilter == _ENCODED_PREFILTER]
+            self._encoded_own = not shared
+            self._encoded_index = shared[0] if shared else rs.Add(_ENCODED_PREFILTER)
+            self._binary = Scanner([p for p in self.patterns if p.type not in ("high-entropy", "credit-card")],
+                                   decode=False)
         rs.Compile()
         self._set: Any = rs._set
         self._finders = {i: re2.compile(p.regex.pattern.encode()) for i, p in enumerate(self.patterns)
@@ -76,20 +116,34 @@ class Scanner:
         #: around these places only, so its cost does not grow with the text)
         self._locators = [re2.compile(p.prefilter.encode()) for p in self.patterns]
 
-    def spans(self, text: str) -> list[tuple[int, int, str, str]]:
+    def spans(self, text: str, budget: Budget | None = None, depth: int = 0) -> list[tuple[int, int, str, str]]:
         """(start, end, type, secret) of every secret in `text`, without overlaps, in text order.
 
         Patterns earlier in the list win an overlap: specific formats before
-        generic assignments before the entropy catch-all.
+        generic assignments before the entropy catch-all. Encoded content
+        (a base64 run, a compressed stream) whose decoded form holds a secret
+        is one span, the whole run, typed by what it holds (`unscanned` when
+        it is past the decoding bounds, which fails closed).
         """
         if len(text) < 8:
             return []
+        if text.startswith("\x1f\x8b") and self._binary is not None:
+            # a compressed file read as Latin-1 text: its bytes are intact
+            with contextlib.suppress(UnicodeEncodeError):
+                packed = self._inspect(text.encode("latin-1"), budget or Budget(self.max_decoded), depth, None)
+                if packed is not None and packed is not _KNOWN:
+                    return [(0, len(text), *packed)]
         data = text.encode("utf-8", "surrogatepass")
         hits = self._set.Match(data)
         if not hits:
+            if len(text) < 34 and self._binary is not None and _SHORT_B64.fullmatch(text):
+                packed = self._inspect_run(text, b"", budget or Budget(self.max_decoded), depth)
+                return [] if packed is None or packed is _KNOWN else [(0, len(text), *packed)]
             return []
         taken: list[tuple[int, int, str, str]] = []
         for index in sorted(hits):
+            if index == self._encoded_index and self._encoded_own:
+                continue
             pattern = self.patterns[index]
             finder = self._finders.get(index)
             if finder is not None:
@@ -102,8 +156,82 @@ class Scanner:
                 if any(start < e and s < end for s, e, _, _ in taken):
                     continue
                 taken.append((start, end, pattern.type, secret))
+        if taken and "-----BEGIN " in text:
+            taken = _outside_public_armor(text, taken)
+        if self._encoded_index in hits:
+            taken = self._with_encoded(text, data, taken, budget or Budget(self.max_decoded), depth)
         taken.sort()
         return taken
+
+    # ------------------------------------------------------------------ encoded content
+
+    def _with_encoded(self, text: str, data: bytes, taken: list[tuple[int, int, str, str]], budget: Budget,
+                      depth: int) -> list[tuple[int, int, str, str]]:
+        """`taken` with every encoded run that holds a secret masked whole (absorbing the spans inside it)."""
+        ascii_only = len(data) == len(text)
+        for m in _B64_BLOCK.finditer(data):
+            start, end = m.start(), m.end()
+            if (start > 0 and data[start - 1] in b".=") or any(
+                    s <= start and end <= e and kind != "high-entropy" for s, e, kind, _ in taken):
+                continue
+            run = data[start:end]
+            if run.islower() or run.isupper() or not any(c in _DIGITS for c in run[:64]):
+                continue  # names, words and paths, not base64 (which mixes cases and has digits)
+            found = self._inspect_run(run.decode("ascii"), data[max(0, start - 300):start], budget, depth)
+            if found is None:
+                continue
+            if not ascii_only:
+                start = len(data[:start].decode("utf-8", "surrogatepass"))
+                end = start + (m.end() - m.start())
+            inside = [t for t in taken if t[0] < end and start < t[1]]
+            if found is _KNOWN:
+                # a certificate, an image, prose: the entropy catch-all's hits inside it are not keys
+                taken = [t for t in taken if t not in inside or t[2] != "high-entropy"]
+                continue
+            if inside:
+                taken = [t for t in taken if t not in inside]
+                start, end = min(start, *(t[0] for t in inside)), max(end, *(t[1] for t in inside))
+            taken.append((start, end, *found))
+        return taken
+
+    def _inspect_run(self, run: str, before: bytes, budget: Budget, depth: int) -> tuple[str, str] | None:
+        raw = _decode.b64_bytes(run)
+        if raw is None and ("\n" in run or "\\" in run):
+            # lines cut from a longer body (padding and groups misaligned), or a block that
+            # swallowed a word of the line after it: decoded as far as whole groups go
+            raw = _decode.b64_bytes(run, loose=True)
+        if raw is None or len(raw) < 12:
+            return None
+        if not budget.take(len(raw)):
+            return "unscanned", ""
+        return self._inspect(raw, budget, depth, run, before)
+
+    def _inspect(self, raw: bytes, budget: Budget, depth: int, run: str | None,
+                 before: bytes = b"") -> tuple[str, str] | None:
+        """(type, secret) of what decoded bytes hold: key material, a secret in their text, or nothing."""
+        layers = 0
+        try:
+            while layers < _decode.MAX_LAYERS and _decode.compressed(raw):
+                raw = _decode.unpack(raw, budget)
+                layers += 1
+        except Unreadable:
+            return "unscanned", ""
+        if _decode.key_material(raw):
+            return "private-key", run or ""
+        text = _decode.readable(raw)
+        if text is not None:
+            if depth >= _decode.MAX_LAYERS:
+                return None
+            inner = self.spans(text, budget, depth + 1)
+            return (inner[0][2], inner[0][3]) if inner else _KNOWN
+        known = layers > 0 or raw.startswith(FILE_MAGIC) or _decode.public_der(raw)
+        if run is not None and not known and _key_fragment(run, raw, before):
+            return "private-key", run
+        if len(raw) >= 64 and self._binary is not None:
+            inner = self._binary.spans(_decode.binary_text(raw))
+            if inner:
+                return inner[0][2], inner[0][3]
+        return _KNOWN if known else None
 
     def _windows(self, index: int, text: str, data: bytes) -> list[tuple[int, int]]:
         """Character ranges around each place the pattern's prefilter matched, merged."""
@@ -142,7 +270,7 @@ class Scanner:
                 continue
             if data[max(0, start - 3):start].lower() in (b"?b?", b"?q?"):
                 continue  # a MIME encoded-word (=?utf-8?b?...?=) is encoded text
-            if end - start >= 56 and _in_data_block(data, start, end):
+            if _in_data_block(data, start, end, end - start >= 56):
                 continue
             secret = data[start:end].decode("ascii")
             if not ascii_only:
@@ -150,8 +278,8 @@ class Scanner:
                 end = start + len(secret)
             yield start, end, secret
 
-    def redact_text(self, text: str, path: str = "") -> tuple[str, list[Finding]]:
-        found = self.spans(text)
+    def redact_text(self, text: str, path: str = "", budget: Budget | None = None) -> tuple[str, list[Finding]]:
+        found = self.spans(text, budget)
         if not found:
             return text, []
         parts: list[str] = []
@@ -163,27 +291,39 @@ class Scanner:
         parts.append(text[last:])
         return "".join(parts), [Finding(kind, path, secret) for _, _, kind, secret in found]
 
-    def redact(self, value: Any, path: str = "", depth: int = 0) -> tuple[Any, list[Finding]]:
-        """A copy of `value` with every secret masked (the same object when nothing was found)."""
+    def redact(self, value: Any, path: str = "", depth: int = 0,
+               budget: Budget | None = None) -> tuple[Any, list[Finding]]:
+        """A copy of `value` with every secret masked (the same object when nothing was found).
+
+        All the content decoded for one call shares one `Budget`. A base64 payload under a
+        `blob`/`data` key whose decoded form holds a secret is replaced whole (`withheld_blob`),
+        and a `mimeType` beside it becomes `text/plain`.
+        """
+        if budget is None:
+            budget = Budget(self.max_decoded)
         if isinstance(value, str):
-            return self._redact_string(value, path, depth)
+            return self._redact_string(value, path, depth, budget)
         if depth > MAX_DEPTH:
             return value, []
         findings: list[Finding] = []
         if isinstance(value, dict):
             out: dict[str, Any] | None = None
             for k, v in value.items():
-                new, found = self.redact(v, join(path, str(k)), depth + 1)
+                new, found = self.redact(v, join(path, str(k)), depth + 1, budget)
                 if found:
                     findings.extend(found)
                     if out is None:
                         out = dict(value)
+                    if k in BLOB_KEYS and isinstance(new, str) and _whole(new):
+                        new = withheld_blob(found)
+                        if isinstance(out.get("mimeType"), str):
+                            out["mimeType"] = "text/plain"
                     out[k] = new
             return (value if out is None else out), findings
         if isinstance(value, list):
             items: list[Any] | None = None
             for i, v in enumerate(value):
-                new, found = self.redact(v, join(path, i), depth + 1)
+                new, found = self.redact(v, join(path, i), depth + 1, budget)
                 if found:
                     findings.extend(found)
                     if items is None:
@@ -192,8 +332,8 @@ class Scanner:
             return (value if items is None else items), findings
         return value, []
 
-    def _redact_string(self, text: str, path: str, depth: int) -> tuple[str, list[Finding]]:
-        new, findings = self.redact_text(text, path)
+    def _redact_string(self, text: str, path: str, depth: int, budget: Budget) -> tuple[str, list[Finding]]:
+        new, findings = self.redact_text(text, path, budget)
         head = new.lstrip()[:1]
         if head in ("{", "[") and len(new) <= MAX_JSON_TEXT and path.count("{json}") < 3:
             # JSON inside text: escapes (\u0041KIA..., \"password\") hide secrets from the text scan.
@@ -201,7 +341,7 @@ class Scanner:
                 parsed = json.loads(new)
             except ValueError:
                 return new, findings
-            redacted, inner = self.redact(parsed, path + "{json}", depth + 1)
+            redacted, inner = self.redact(parsed, path + "{json}", depth + 1, budget)
             if inner:
                 findings.extend(inner)
                 new = json.dumps(redacted, ensure_ascii=False, indent=2 if "\n" in new else None)
@@ -211,11 +351,66 @@ class Scanner:
         return self.redact(value, path)[1]
 
 
-def _in_data_block(data: bytes, start: int, end: int) -> bool:
-    """A line of a multi-line base64 block (MIME bodies, embedded files), not a lone key."""
+def _key_fragment(run: str, raw: bytes, before: bytes) -> bool:
+    """Lines of a private key's base64 body, cut from its header and first line (`sed -n 5,9p id_rsa`):
+    two or more full lines of a key's width, random bytes that are no known format, and no public
+    armor (`-----BEGIN CERTIFICATE-----`, a PGP public key block) just before."""
+    if "\n" not in run and "\\" not in run:
+        return False
+    lines = [line.strip() for line in _lines(run.strip())]
+    width = len(lines[0])
+    if len(lines) < 2 or width not in _KEY_WIDTHS or any(len(line) != width for line in lines[1:-1]):
+        return False
+    if len(lines[-1]) > width:
+        return False
+    armor = before.rfind(b"-----BEGIN ")
+    return armor < 0 or b"PRIVATE" in before[armor:armor + 60]
+
+
+_ARMOR = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----[\s\S]*?(?:-----END \1-----|\Z)")
+
+
+def _outside_public_armor(text: str, taken: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str, str]]:
+    """`taken` without the entropy catch-all's hits inside a public PEM block (a certificate, a public
+    key, a PGP public key block): their bodies are random-looking and not secrets."""
+    public = [m.span() for m in _ARMOR.finditer(text) if "PRIVATE" not in m.group(1)]
+    if not public:
+        return taken
+    return [t for t in taken if t[2] != "high-entropy" or not any(s <= t[0] and t[1] <= e for s, e in public)]
+
+
+def withheld_blob(findings: Sequence[Finding]) -> str:
+    """What replaces a base64 payload whose decoded content holds a secret: the base64 of a notice
+    (a blob cannot be partially masked; the field stays base64, so every schema still holds)."""
+    kinds = ", ".join(sorted({f.type for f in findings}))
+    notice = f"[mcpwall withheld this content: its decoded form holds a secret ({kinds})] {mask(findings[0].type)}"
+    return base64.b64encode(notice.encode()).decode()
+
+
+def _whole(masked: str) -> bool:
+    body = masked.strip()
+    return body.startswith("[REDACTED-") and body.endswith("]") and body.count("[") == 1
+
+
+def _in_data_block(data: bytes, start: int, end: int, full: bool = True) -> bool:
+    """A line of a multi-line base64 block (MIME bodies, embedded files), not a lone key.
+
+    `full` (a line of 56 characters or more): a base64 line next to it is enough. A shorter
+    run is the block's last line only after a base64 line of full width (a certificate's or a
+    plist's `...AAECAw==`). Key bodies are found by their content, in `Scanner._with_encoded`.
+    """
+    if not full:
+        if data[start:start + 1] == b"n" and data[start - 1:start] == b"\\":
+            start += 1  # the run began with the `n` of an escaped newline
+        head = data[max(0, start - 120):start].rstrip(b" \t\"'")
+        if not head.endswith((b"\n", b"\\n")):
+            return False
+        prev = _LAST_LINE.split(head[:-1].rstrip(b"\\\r"))[-1].strip(b" \t\"'")
+        return len(prev) >= 56 and all(c in _B64_BYTES for c in prev)
     after = data[end:end + 80].lstrip(b" \t\"'")
     if after.startswith((b"\n", b"\\n", b"\r\n")):
-        nxt = after.split(b"n", 1)[-1].lstrip(b" \t\"'")[:16]
+        # past the line break, a real one or JSON's escaped `\n` (splitting on the letter n was a bug)
+        nxt = _NEXT_LINE.sub(b"", after, 1).lstrip(b" \t\"'")[:16]
         if len(nxt) >= 16 and all(c in _B64_BYTES for c in nxt):
             return True
     before = data[max(0, start - 80):start].rstrip(b" \t\"'")
@@ -226,6 +421,8 @@ def _in_data_block(data: bytes, start: int, end: int) -> bool:
     return False
 
 
+_LAST_LINE = re.compile(rb"\r?\n|(?:\\r)?\\n")
+_NEXT_LINE = re.compile(rb"^(?:\r?\n|(?:\\r)?\\n)")
 _B64_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 
 
@@ -239,13 +436,13 @@ _PEM_BODY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----([\s\S]*?)(
 def secret_forms(finding_type: str, secret: str) -> Iterator[str]:
     """The spellings of a secret worth remembering: itself, and for a PEM key its body and lines."""
     if finding_type == "private-key":
-        m = _PEM_BODY.search(secret.replace("\\n", "\n"))
-        if m:
-            body = m.group(1)
-            yield re.sub(r"\s+", "", body)
-            for line in body.split():
-                if len(line) >= 40:
-                    yield line
+        text = secret.replace("\\n", "\n")
+        m = _PEM_BODY.search(text)
+        body = m.group(1) if m else text  # a key found by its content has no header
+        yield re.sub(r"\s+", "", body)
+        for line in body.split():
+            if len(line) >= 40:
+                yield line
         return
     yield secret
 

@@ -18,7 +18,16 @@ ids are normal arguments, and a payment tool is given card numbers on purpose.
 policy.yaml::
 
     dlp: true | false | {enabled: true, action: redact|block, exfiltration: true,
-                         arguments: redact|block|off, disable: [high-entropy]}
+                         arguments: redact|block|off, disable: [high-entropy],
+                         decode: true, maxDecodedBytes: 8388608}
+
+Encoded content is read too (security/_decode.py): a base64 payload (an image's
+or audio's `data`, a resource's `blob`, a whole string or a run inside text),
+gzip/zlib/bzip2/xz streams and zip archives inside it, nested, within
+`maxDecodedBytes` decoded bytes per message. A payload whose decoded form holds
+a secret is replaced whole (a blob cannot be partly masked): under `blob`/`data`
+by the base64 of a notice naming the types, with `mimeType` set to `text/plain`;
+in text by `[REDACTED-<type>]`. Content past the bound is withheld as `unscanned`.
 
 `action: block` withholds a result containing secrets instead of masking it.
 Redaction applies in audit mode too (like the policy's redact rules); the
@@ -35,6 +44,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from mcpwall.protocol import ErrorCode, Message, error
+from mcpwall.security._decode import MAX_DECODED
 from mcpwall.security._stagekit import StageConfig, enforce, parse
 from mcpwall.security.dlp import Finding, Fingerprints, Scanner
 from mcpwall.stages._base import Reject, RequestContext, Stage
@@ -61,6 +71,10 @@ class DLPConfig(StageConfig):
         return "off" if value is False else value  # YAML reads a bare `off` as false
     #: secret types to leave alone (e.g. `high-entropy`)
     disable: list[str] = Field(default_factory=list)
+    #: decode base64 payloads, compressed streams and archives, and scan what they hold
+    decode: bool = True
+    #: decoded bytes one message may cost; content past it is withheld (`unscanned`)
+    max_decoded_bytes: int = Field(default=MAX_DECODED, alias="maxDecodedBytes", ge=1 << 16, le=1 << 30)
 
 
 class DLPStage(Stage):
@@ -68,9 +82,11 @@ class DLPStage(Stage):
 
     def __init__(self, config: DLPConfig | None = None) -> None:
         self.config = config or DLPConfig()
-        self.scanner = Scanner(disabled=self.config.disable)
+        decode, limit = self.config.decode, self.config.max_decoded_bytes
+        self.scanner = Scanner(disabled=self.config.disable, decode=decode, max_decoded=limit)
         # Hashes and ids are normal arguments; a payment tool is given card numbers on purpose.
-        self.argument_scanner = Scanner(disabled=[*self.config.disable, "high-entropy", "credit-card"])
+        self.argument_scanner = Scanner(disabled=[*self.config.disable, "high-entropy", "credit-card"],
+                                        decode=decode, max_decoded=limit)
         self.argument_secrets = 0
         self.fingerprints = Fingerprints()
         self.responses_redacted = 0
