@@ -4,10 +4,13 @@ Frontends (HTTP, stdio, framed relay) turn bytes into messages and call
 `Gateway.handle(session, message, emit)`. Requests run through the pipeline
 and are either answered here (initialize, ping, merged lists) or routed to an
 upstream. Messages the upstreams send on their own (notifications, sampling,
-elicitation, roots) come back through `on_upstream_request` and
+elicitation) come back through `on_upstream_request` and
 `on_upstream_notification` and are routed to the session they belong to:
 the one whose request they arrived with when the transport knows, else the
-session with the most recent request in flight to that server.
+session with the most recent request in flight to that server. They, and the
+answers to clients' requests, leave only through `ServerMessages`
+(_server_messages.py), which masks them; a server's `roots/list` is answered
+there from its configuration, never by a client.
 """
 
 from __future__ import annotations
@@ -42,8 +45,10 @@ from mcpwall.protocol import (
     result,
 )
 from mcpwall.proxy._aggregate import collisions, qualify, resource_owner, split
+from mcpwall.proxy._budget import MinuteBudget
 from mcpwall.proxy._pipeline import Pipeline
 from mcpwall.proxy._policystore import PolicyStore
+from mcpwall.proxy._server_messages import CLIENT_NOTIFICATIONS, ServerMessages
 from mcpwall.proxy._session import Inflight, ServerRequest, Session
 from mcpwall.proxy._upstream import Pending, UpstreamError, UpstreamServer
 from mcpwall.stages import RequestContext, Stage
@@ -65,8 +70,7 @@ _SEVERAL: tuple[Any, Any] = (None, None)
 #: In the edges of a message too long to parse: a tools/call (its method named there), and its tool.
 _TOP_CALL = re.compile(rb'"method"\s*:\s*"tools/call"')
 _CALL_NAME = re.compile(rb'"params"\s*:\s*\{\s*"name"\s*:\s*"([^"\\]{1,200})"')
-_CAPABILITY_FOR = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
-                   "roots/list": "roots"}
+_CAPABILITY_FOR = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation"}
 
 
 @dataclass
@@ -90,6 +94,8 @@ class Gateway:
         self._tripwire: Any = self.pipeline.find("honeytoken_tripwire")
         self.servers: dict[str, UpstreamServer] = {
             name: UpstreamServer(name, spec, self) for name, spec in servers.items() if not spec.disabled}
+        #: the one exit of server messages to clients (masked), and the gateway's answer to roots/list
+        self.messages = ServerMessages(self)
         self.sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         #: `start` has returned: upstreams ready later announce their tools with list_changed
@@ -103,8 +109,8 @@ class Gateway:
         #: tools/call requests that ended since start (answered, refused, cancelled), in `/health`
         #: (what `mcpwall benchmark` reconciles)
         self.calls = {"processed": 0, "blocked": 0, "failed": 0, "unrecorded": 0}
-        #: peer -> [window start, calls refused at the door recorded in it] (see _door_budget)
-        self._door: dict[str, list[float]] = {}
+        #: calls refused at the door recorded per peer (see _door_budget)
+        self._door = MinuteBudget(DOOR_ROWS_PER_MINUTE)
         self._door_warned = 0.0
         # Set by stages in bind() when they are in the pipeline (see each stage's module).
         self.approvals: Any = None
@@ -222,16 +228,9 @@ class Gateway:
         Anyone who can reach the port can be refused: beyond DOOR_ROWS_PER_MINUTE a peer's refused
         calls are only counted (`/health` calls.unrecorded), so it cannot fill the ledger's disk.
         """
+        if self._door.take(peer):
+            return True
         now = time.monotonic()
-        window = self._door.get(peer)
-        if window is None or now - window[0] >= 60.0:
-            if len(self._door) > 10_000:
-                self._door.clear()
-            self._door[peer] = [now, 1]
-            return True
-        if window[1] < DOOR_ROWS_PER_MINUTE:
-            window[1] += 1
-            return True
         self.calls["unrecorded"] += 1
         if now - self._door_warned > 10.0:
             self._door_warned = now
@@ -357,7 +356,11 @@ class Gateway:
                 ctx.response = error(ctx.id, exc.code, exc.message, exc.data)
                 return ctx.response
             session.inflight[ctx.id].server = ctx.server
-            return await self.pipeline.run(ctx, self._dispatch)
+            response = await self.pipeline.run(ctx, self._dispatch)
+            if response is not None:
+                # What the server answered, in a clean envelope and masked (ServerMessages.answer).
+                response = ctx.response = self.messages.answer(ctx, response)
+            return response
         except asyncio.CancelledError:
             ctx.outcome = "cancelled"
             raise
@@ -377,6 +380,10 @@ class Gateway:
             # lines go to the sessions that asked for logs (on_upstream_notification).
             level = params.get("level")
             session.log_level = str(level) if level else None
+        if method.startswith("notifications/"):
+            # A notification's name sent as a request would reach the server as one (roots/list_changed
+            # with an id): what the gateway does with a client's notifications applies to it either way.
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, f"{method} is a notification: it takes no id", ctx.id)
         if method not in ROUTED:
             ctx.server = session.server if method not in _ALWAYS_LOCAL else None
             return
@@ -505,9 +512,14 @@ class Gateway:
                 self._cancel_upstream(inflight, str(params.get("reason") or "cancelled by client"))
                 if inflight.task is not None:
                     inflight.task.cancel()
-        elif session.server is not None and session.server in self.servers:
-            # Other notifications (roots/list_changed, progress of a server request) pass through.
+        elif method == "notifications/roots/list_changed":
+            await self.messages.client_roots_changed(session, msg)
+        elif method in CLIENT_NOTIFICATIONS and session.server is not None and session.server in self.servers:
+            # Progress of a server's request to this client passes through; anything else a client
+            # announces would reconfigure a server every session shares.
             await self.servers[session.server].notify(method, params or None)
+        else:
+            log.debug("session %s: %s not forwarded", session.id[:8], method)
 
     async def _client_response(self, session: Session, msg: Message) -> None:
         rid = msg.get("id")
@@ -543,7 +555,7 @@ class Gateway:
 
     def _mask(self, session_id: str | None, msg: Message) -> Message:
         """A server's own message to a client, with secrets masked (DLP), as results are."""
-        return self._dlp.mask_outbound(session_id or "", msg) if self._dlp is not None else msg
+        return self.messages.mask(session_id or "", msg)
 
     # ------------------------------------------------------------------ upstream -> clients
 
@@ -586,9 +598,9 @@ class Gateway:
         if method == "ping":
             await upstream.respond(result(uid, {}))
             return
-        if method == "roots/list" and upstream.spec.roots is not None:
-            roots = [{"uri": r if "://" in r else f"file://{r}"} for r in upstream.spec.roots]
-            await upstream.respond(result(uid, {"roots": roots}))
+        if method == "roots/list":
+            # Never a client's answer: the upstream is shared, and its roots are its configuration's.
+            await self.messages.answer_roots(upstream, msg, pending)
             return
         if method == "sampling/createMessage" and not self.policy.current.allow_sampling:
             log.warning("[%s] sampling/createMessage refused: allowSampling is false", upstream.name)
@@ -606,15 +618,7 @@ class Gateway:
         session, emit = target
         downstream_id = session.next_id()
         session.server_requests[downstream_id] = ServerRequest(upstream.name, uid, method)
-        out = self._mask(session.id, dict(msg))
-        out["id"] = downstream_id
-        delivered = False
-        if emit is not None:
-            with contextlib.suppress(Exception):
-                await emit(out)
-                delivered = True
-        if not delivered:
-            delivered = await session.push(out)
+        delivered = await self.messages.send(session.id, session, emit, msg, rid=downstream_id)
         if not delivered and session.send is None and session.kind == "plain":
             session.server_requests.pop(downstream_id, None)
             await upstream.respond(error(uid, ErrorCode.METHOD_NOT_FOUND, f"client cannot receive {method}"))
@@ -627,8 +631,7 @@ class Gateway:
             entry = upstream.progress.get(str(params.get("progressToken")))
             if entry is None:
                 return
-            out = notification(method, {**params, "progressToken": entry.progress_token})
-            self.spawn(self._deliver(entry.session_id, entry.emit, self._mask(entry.session_id, out)))
+            self.spawn(self._deliver(entry.session_id, entry.emit, msg, params={"progressToken": entry.progress_token}))
         elif method in ("notifications/tools/list_changed", "notifications/prompts/list_changed",
                         "notifications/resources/list_changed"):
             self.spawn(self._list_changed(upstream, method))
@@ -636,41 +639,34 @@ class Gateway:
             uri = params.get("uri")
             for s in list(self.sessions.values()):
                 if uri in s.subscriptions and s.server in (None, upstream.name):
-                    self.spawn(s.push(msg))
+                    self.spawn(self.messages.send(s.id, s, None, msg))
         elif method == "notifications/cancelled":
             rid = params.get("requestId")
             for s in list(self.sessions.values()):
                 for did, req in list(s.server_requests.items()):
                     if req.server == upstream.name and req.upstream_id == rid:
                         s.server_requests.pop(did, None)
-                        self.spawn(s.push(notification(method, {**params, "requestId": did})))
+                        self.spawn(self.messages.send(s.id, s, None, msg, params={"requestId": did}))
         elif pending is not None:
-            self.spawn(self._deliver(pending.session_id, pending.emit, self._mask(pending.session_id, msg)))
+            self.spawn(self._deliver(pending.session_id, pending.emit, msg))
         elif (owner := self._only_caller(upstream)) is not None:
             # Sent while clients' requests are in flight: it may carry one caller's data (a log
             # line with its arguments), so it goes to that caller only, and nowhere when several call.
             if owner is _SEVERAL:
                 log.debug("[%s] %s dropped: requests of several clients in flight", upstream.name, method)
             else:
-                self.spawn(self._deliver(owner[0].id, owner[1], self._mask(owner[0].id, msg)))
+                self.spawn(self._deliver(owner[0].id, owner[1], msg))
         else:
             # Nothing in flight: the server speaks on its own (a periodic log line). A lone session
             # (`wrap`, `--stdio`) gets it; among several, log lines go to those that asked for logs.
             listeners = [s for s in self.sessions.values() if s.server in (None, upstream.name) and s.kind != "plain"]
             for s in listeners:
                 if method != "notifications/message" or s.log_level is not None or len(listeners) == 1:
-                    self.spawn(s.push(self._mask(s.id, msg)))
+                    self.spawn(self.messages.send(s.id, s, None, msg))
 
-    async def _deliver(self, session_id: str | None, emit: Emit | None, msg: Message) -> None:
-        if emit is not None:
-            try:
-                await emit(msg)
-                return
-            except Exception:
-                pass
-        session = self.sessions.get(session_id or "")
-        if session is not None:
-            await session.push(msg)
+    async def _deliver(self, session_id: str | None, emit: Emit | None, msg: Message, **changes: Any) -> None:
+        """A server's message to the session `session_id` (on `emit` when it works), through the one exit."""
+        await self.messages.send(session_id or "", self.sessions.get(session_id or ""), emit, msg, **changes)
 
     async def _list_changed(self, upstream: UpstreamServer, method: str) -> None:
         # Coalesce bursts: while a refresh runs, further notices only ask for one more.
@@ -693,7 +689,7 @@ class Gateway:
             hook(upstream)
         for s in list(self.sessions.values()):
             if s.server in (None, upstream.name) and s.kind != "plain" and s.initialized:
-                self.spawn(s.push(notification(method)))
+                self.spawn(self.messages.send(s.id, s, None, notification(method)))
 
     def upstream_restarted(self, upstream: UpstreamServer) -> None:
         for method in ("notifications/tools/list_changed",):
