@@ -146,7 +146,8 @@ def test_a_file_uri_into_the_home_is_refused_on_every_server_issue_22(setup: Set
 
 def test_every_refusal_has_its_ledger_row_and_workspace_calls_still_work(setup: Setup) -> None:
     ok = setup.call("write_file", {"path": str(setup.ws / "notes.txt"), "content": "hello"})
-    assert "error" not in ok and not ok["result"].get("isError"), ok
+    assert "error" not in ok, ok
+    assert not ok["result"].get("isError"), ok
     read = setup.call("read_text_file", {"path": str(setup.ws / "notes.txt")})
     assert "hello" in json.dumps(read)
     assert refused(setup.call("read_text_file", {"path": f"{setup.home}/policy.yaml"}))
@@ -233,7 +234,9 @@ def test_a_policy_change_while_an_allowed_call_is_in_flight_waits_for_a_person_i
     assert policy_status(g)["revision"] == revision
     assert "error" not in echo(g)
     log = g.log.read_text()
-    assert "POLICY RELOAD HELD" in log and str(base) in log and "trigger-long-running-operation" in log
+    assert "POLICY RELOAD HELD" in log
+    assert str(base) in log
+    assert "trigger-long-running-operation" in log
 
     assert g.proc is not None
     os.kill(g.proc.pid, signal.SIGHUP)  # anyone with a shell can signal: it does not release the hold
@@ -244,7 +247,8 @@ def test_a_policy_change_while_an_allowed_call_is_in_flight_waits_for_a_person_i
     done = run_cli(g)
     assert done.returncode == 0, done.stderr
     after = policy_status(g)
-    assert after["revision"] != revision and after["revision"] in done.stdout
+    assert after["revision"] != revision
+    assert after["revision"] in done.stdout
     assert after["held_reload"] is None
     assert echo(g)["error"]["code"] == -32001
 
@@ -273,7 +277,8 @@ def test_policy_reload_reports_a_bad_file_and_a_missing_token(held: tuple[Gatewa
     base.write_text("rules: [unclosed\n")
     bad = run_cli(g)
     assert bad.returncode == 1
-    assert "failed" in bad.stderr and revision in bad.stderr
+    assert "failed" in bad.stderr
+    assert revision in bad.stderr
     assert policy_status(g)["revision"] == revision
     empty = tmp_path / "nohome"
     empty.mkdir()

@@ -161,5 +161,5 @@ def test_a_servers_directories_are_its_cwd_its_directory_arguments_and_roots(tre
 
     spec = ServerSpec(command="server-filesystem", args=[str(tree["ws"]), "--flag", str(tree["user"] / "nope")],
                       cwd=str(tree["user"]), roots=[f"file://{tree['home']}"])
-    assert server_dirs(spec) == (str(tree["user"]), str(tree["ws"]), str(tree["home"]))
+    assert server_dirs(spec) == (str(tree["user"]), str(tree["ws"]), str(tree["home"]), os.getcwd())
     assert server_dirs(None) == (os.getcwd(),)

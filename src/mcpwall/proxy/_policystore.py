@@ -56,7 +56,7 @@ class PolicyStore:
         self.hold_listeners: list[Any] = []
         #: the change waiting for a person, or None
         self.held: dict[str, Any] | None = None
-        self._inflight: dict[int, str] = {}
+        self._inflight: dict[int, Any] = {}
         self._grace_until = 0.0
         self._grace_call = ""
 
@@ -86,21 +86,23 @@ class PolicyStore:
 
     # ------------------------------------------------------------------ allowed calls in flight
 
-    def call_started(self, key: int, label: str) -> None:
-        """A tools/call the policy allowed is on its way to its server (it could write a policy file)."""
-        self._inflight[key] = label
+    def call_started(self, key: int, call: Any) -> None:
+        """A tools/call the policy allowed is on its way to its server (it could write a policy file).
+
+        `call`: its RequestContext (named in a hold by its `server` and `target`)."""
+        self._inflight[key] = call
 
     def call_ended(self, key: int, forwarded: bool) -> None:
         """That call ended; `forwarded`: it reached its server (a later stage did not refuse it)."""
-        label = self._inflight.pop(key, None)
-        if label is not None and forwarded:
+        call = self._inflight.pop(key, None)
+        if call is not None and forwarded:
             self._grace_until = time.monotonic() + GRACE_S
-            self._grace_call = label
+            self._grace_call = _label(call)
 
     def writer_in_flight(self) -> str | None:
         """The allowed call that could have written a policy file just now, if any."""
-        for label in self._inflight.values():
-            return f"{label} (in flight)"
+        for call in self._inflight.values():
+            return f"{_label(call)} (in flight)"
         if time.monotonic() < self._grace_until:
             return f"{self._grace_call} (ended less than {GRACE_S:g} s before)"
         return None
@@ -228,6 +230,10 @@ class PolicyStore:
         return {"path": str(self.path) if self.path else f"<builtin:{self.template}>", "revision": c.revision,
                 "mode": c.mode, "rules": len(c.all_rules), "reloads": self.reloads,
                 "loaded_at": self.loaded_at, "last_error": self.last_error, "held_reload": self.held}
+
+
+def _label(call: Any) -> str:
+    return f"{getattr(call, 'server', None)}/{getattr(call, 'target', call)}"
 
 
 __all__ = ["GRACE_S", "PolicyStore"]

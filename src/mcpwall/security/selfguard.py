@@ -76,6 +76,7 @@ _PATHY = re.compile(r"[/\\~$%:]")
 _SPECIAL = re.compile(r"[/\\~$%:<>|;&`\s]")
 #: A string a shell would split into several words.
 _SHELLY = re.compile(r"[<>|;&`\s]")
+_JSON_OPENERS = ("{", "[")
 _SPLIT = re.compile(r"[\s<>|;&`()'\"]+")
 _STRIP = "\"'`()<>;|&{}"
 
@@ -270,7 +271,9 @@ class ProtectedSet:
         (its working directory, its allowed directories). The gateway's own working directory
         is always one of them (a server started without `cwd` inherits it).
         """
-        bases = tuple(dict.fromkeys((*cwd_candidates, self.cwd)))
+        bases = cwd_candidates if isinstance(cwd_candidates, tuple) else tuple(cwd_candidates)
+        if self.cwd not in bases:
+            bases = (*bases, self.cwd)
         walker = _Walk(self, bases)
         try:
             walker.walk(args, "", "", 0)
@@ -322,13 +325,17 @@ class _Walk:
                 # The where-text is built only for what is inspected (most values are plain words).
                 if _SPECIAL.search(ks) is not None or ks.casefold() in names:
                     self.text(ks, f"{where}.{ks}#key" if where else f"{ks}#key", "")
-                if type(v) is str and _SPECIAL.search(v) is None and ks.casefold() not in PATH_KEYS \
-                        and v.casefold() not in names:
+                if type(v) is str and _skip(v, ks.casefold(), names):
                     self.count += 1
                     continue
                 self.walk(v, f"{where}.{ks}" if where else ks, ks, depth + 1)
         elif kind is list or isinstance(value, tuple):
+            folded = key.casefold()
+            names = self.guard.names
             for i, v in enumerate(value):
+                if type(v) is str and _skip(v, folded, names):
+                    self.count += 1
+                    continue
                 self.walk(v, f"{where}[{i}]", key, depth + 1)
 
     def text(self, value: str, where: str, key: str) -> None:
@@ -395,6 +402,13 @@ class _Walk:
             hit = guard.reaches(piece, self.bases)
             if hit is not None:
                 raise _Found(Finding(where, word, hit[1], hit[0]))
+
+
+def _skip(value: str, folded_key: str, names: frozenset[str]) -> bool:
+    """A string that `_Walk.text` would find nothing in, decided without building its where-text:
+    no path character, not JSON, not a command line or a path argument, not a protected name."""
+    return (_PATHY.search(value) is None and value[:1] not in _JSON_OPENERS and folded_key not in PATH_KEYS
+            and folded_key not in COMMAND_KEYS and value.casefold() not in names)
 
 
 def _words(text: str) -> list[str]:

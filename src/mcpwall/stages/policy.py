@@ -144,7 +144,7 @@ class PolicyStage(Stage):
             # In flight until on_complete: a policy file changed meanwhile waits for a person (issue 22).
             started = getattr(ctx.gateway.policy, "call_started", None)
             if started is not None:
-                started(id(ctx), f"{ctx.server}/{ctx.target}")
+                started(id(ctx), ctx)
         return None
 
     def on_complete(self, ctx: RequestContext) -> None:

@@ -99,6 +99,7 @@ def server_dirs(spec: Any) -> tuple[str, ...]:
         text = os.path.expanduser(text)
         if text.startswith("/") and os.path.isdir(text):
             out.append(text)
+    out.append(os.getcwd())  # ProtectedSet.check adds it anyway: here it costs nothing per call
     return tuple(dict.fromkeys(out))
 
 
