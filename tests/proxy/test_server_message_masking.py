@@ -9,7 +9,9 @@ member, an upstream error, a method only a single-server session forwards). The 
 JSON-RPC client, so that the test sees every byte the gateway sends, on each frontend: the
 aggregated `/mcp` and `/mcp/chatty` over streamable HTTP (the request's SSE stream and the GET
 listen stream), `mcpwall proxy --stdio` and `mcpwall wrap`. One case per message type and
-frontend asserts the client received that message, and never the secret in clear.
+frontend asserts the client received that message, and never the secret in clear. The real
+@modelcontextprotocol/server-everything sends the resource update of the issue: a subscribed
+resource whose URI carries the secret.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.proxy.harness import MCPWALL, PERMISSIVE, GatewayProcess, script_server, write_servers
+from tests.proxy.harness import EVERYTHING, MCPWALL, PERMISSIVE, GatewayProcess, script_server, write_servers
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -50,6 +52,8 @@ NOTIFICATIONS = {
     "extra_member": "notifications/message",
     "sampling": "sampling/createMessage",
     "elicitation": "elicitation/create",
+    "custom_request": "x/ask",
+    "custom_notification": "notifications/x/said",
 }
 #: requests whose answers come from the server: (method, params, frontends where it is the server's)
 ANSWERS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
@@ -61,6 +65,10 @@ ANSWERS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
     "result_extra_member": ("tools/call", {"name": "plain", "arguments": {}}, tuple(FRONTENDS)),
     "upstream_error": ("tools/call", {"name": "fails", "arguments": {}}, tuple(FRONTENDS)),
     "neither_result_nor_error": ("tools/call", {"name": "bare", "arguments": {}}, tuple(FRONTENDS)),
+    "resources/read": ("resources/read", {"uri": "note://1"}, tuple(FRONTENDS)),
+    "prompts/get": ("prompts/get", {"name": "greet"}, tuple(FRONTENDS)),
+    "completion/complete": ("completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"},
+                                                    "argument": {"name": "who", "value": "a"}}, tuple(FRONTENDS)),
     "forwarded_method": ("custom/echo", {}, ("mcp_server", "wrap")),
 }
 INIT_PARAMS = {"protocolVersion": "2025-11-25", "clientInfo": {"name": "raw", "version": "1"},
@@ -314,6 +322,8 @@ async def test_each_answer_from_a_server_reaches_the_client_masked(
         pytest.skip(f"{method} is answered by the gateway itself on {frontend}")
     if "name" in params:
         params = {**params, "name": tool(frontend, params["name"])}
+    if "ref" in params:
+        params = {**params, "ref": {**params["ref"], "name": tool(frontend, params["ref"]["name"])}}
     if method == "initialize":
         params = INIT_PARAMS
     async with connect(frontend, gw, stdio_wires) as wire:
@@ -363,3 +373,27 @@ async def test_a_clients_roots_capability_is_not_declared_to_the_server(
         answer = await wire.request("tools/call", {"name": tool(frontend, "caps"), "arguments": {}})
         declared = json.loads(answer["result"]["content"][0]["text"])
         assert "roots" not in declared, declared
+
+
+async def test_server_everythings_resource_update_reaches_its_subscriber_masked(tmp_path: Path) -> None:
+    """Issue 22, class 8, as found: server-everything's notifications/resources/updated went out as it came."""
+    uri = f"demo://resource/dynamic/text/{SECRET}"
+    g = GatewayProcess(tmp_path / "home", {"everything": EVERYTHING}).start()
+    try:
+        async with httpx.AsyncClient(headers=g.headers, timeout=httpx.Timeout(30.0, read=60.0)) as http:
+            wire = HttpWire(http, f"{g.url}/mcp/everything")
+            await wire.open()
+            await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            seen: list[dict[str, Any]] = []
+            assert "result" in await wire.request("resources/subscribe", {"uri": uri}, seen=seen)
+            started = await wire.request("tools/call", {"name": "toggle-subscriber-updates", "arguments": {}},
+                                         seen=seen)
+            assert "Started" in json.dumps(started)
+            await wire.until("notifications/resources/updated", seen)
+            await wire.close()
+        updates = [m for m in seen if m.get("method") == "notifications/resources/updated"]
+        assert updates, seen
+        assert updates[0]["params"]["uri"] == f"demo://resource/dynamic/text/{MASK}"
+        assert SECRET not in text(seen)
+    finally:
+        g.stop()

@@ -12,6 +12,8 @@ flight:
   cancelled         a sampling request, then (0.5 s later) notifications/cancelled for it, SECRET
                     as the reason
   roots             a roots/list request; the call's result is the answer the server got
+  custom_request    a request of a method no specification names (x/ask), SECRET in its params
+  custom_notification  a notification no specification names (notifications/x/said)
 and then answers the call with "done" (for `roots`: with the answer, as JSON). Tool `plain`
 answers with SECRET in a top-level member beside `result`; tool `fails` answers with an error
 whose message holds SECRET; tool `bare` answers with neither result nor error, only SECRET in a
@@ -81,6 +83,13 @@ def emit(kind: str, rid: object, params: dict) -> None:
             "mode": "form", "message": said,
             "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean", "description": said}}}}})
         return
+    elif kind == "custom_request":
+        sid = f"x-{rid}"
+        WAITING[sid] = rid
+        send({"jsonrpc": "2.0", "id": sid, "method": "x/ask", "params": {"q": said}})
+        return
+    elif kind == "custom_notification":
+        send({"jsonrpc": "2.0", "method": "notifications/x/said", "params": {"what": said}})
     elif kind == "roots":
         sid = f"r-{rid}"
         WAITING[sid] = rid
@@ -116,7 +125,7 @@ def main() -> None:
                 "protocolVersion": params.get("protocolVersion"),
                 "capabilities": {"tools": {"listChanged": True}, "logging": {},
                                  "resources": {"subscribe": True, "listChanged": True},
-                                 "prompts": {"listChanged": True}},
+                                 "prompts": {"listChanged": True}, "completions": {}},
                 "serverInfo": {"name": "chatty", "version": "1"},
                 "instructions": f"Use key {SECRET} for everything."}})
         elif method == "tools/list":
@@ -132,6 +141,14 @@ def main() -> None:
                 {"name": "greet", "description": f"greets with {SECRET}"}]}})
         elif method in ("resources/subscribe", "resources/unsubscribe", "logging/setLevel", "ping"):
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif method == "resources/read":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"contents": [
+                {"uri": params.get("uri"), "mimeType": "text/plain", "text": f"the key is {SECRET}"}]}})
+        elif method == "prompts/get":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"description": f"with {SECRET}", "messages": [
+                {"role": "user", "content": {"type": "text", "text": f"use {SECRET}"}}]}})
+        elif method == "completion/complete":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"completion": {"values": [SECRET], "total": 1}}})
         elif method == "custom/echo":
             send({"jsonrpc": "2.0", "id": rid, "result": {"said": SECRET}})
         elif method == "tools/call" and params.get("name") == "emit":
