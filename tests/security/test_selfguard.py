@@ -163,3 +163,29 @@ def test_a_servers_directories_are_its_cwd_its_directory_arguments_and_roots(tre
                       cwd=str(tree["user"]), roots=[f"file://{tree['home']}"])
     assert server_dirs(spec) == (str(tree["user"]), str(tree["ws"]), str(tree["home"]), os.getcwd())
     assert server_dirs(None) == (os.getcwd(),)
+
+
+def test_kernel_aliases_and_padded_paths_are_seen_through(tree: dict[str, Path]) -> None:
+    """/proc/self/root and /proc/PID/cwd are symlinks the kernel follows; Node shortens a path padded
+    past PATH_MAX with `./` or `x/..` before it opens it (and walking it as written must stay cheap)."""
+    import time
+
+    g = guard_for(tree)
+    home = str(tree["home"])
+    ws = (str(tree["ws"]),)
+    for path in (f"/proc/self/root{home}/policy.yaml", f"/proc/{os.getpid()}/root{home}/run/gateway.token",
+                 home.replace("/.mcpwall", "/" + "./" * 5000 + ".mcpwall") + "/policy.yaml",
+                 home.replace("/.mcpwall", "/" + "x/../" * 200_000 + ".mcpwall") + "/policy.yaml"):
+        started = time.perf_counter()
+        assert g.check({"path": path}, ws) is not None, path[:80]
+        assert time.perf_counter() - started < 2.0
+    long_command = "echo " + "a " * 20_000 + f"> {home}/policy.yaml"
+    assert g.check({"command": long_command}, ws) is not None
+
+
+def test_a_protected_file_reached_through_the_users_name_or_another_variable_is_found(
+        tree: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    g = guard_for(tree)
+    monkeypatch.setenv("STATE", str(tree["home"]))
+    for path in ("$STATE/policy.yaml", "${STATE}/run/gateway.token", "~/.mcpwall/run/"):
+        assert g.check({"path": path}, ()) is not None, path

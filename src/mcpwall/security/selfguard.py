@@ -53,10 +53,14 @@ RULE_ID = "mcpwall.self-protection"
 #: Argument bounds beyond which the call is refused rather than half inspected.
 MAX_VALUES = 20_000
 MAX_DEPTH = 64
-#: Longest string parsed as embedded JSON or split into shell words.
-MAX_TEXT = 64 * 1024
-#: Longest single path considered (PATH_MAX is 4096 on Linux).
-MAX_PATH = 4096
+#: Longest string split into shell words with shlex (longer ones: on blanks and operators).
+MAX_TEXT = 16 * 1024
+#: Longest string parsed as embedded JSON.
+MAX_JSON = 1024 * 1024
+#: Longest single word considered as a path. Not PATH_MAX: Node's path.resolve shortens
+#: `/././.../policy.yaml` before it opens it, so a padded path must be normalised, not skipped.
+MAX_PATH = 4 * 1024 * 1024
+_PATH_MAX = 4096
 
 #: Argument names whose values are paths even without a separator (a bare `policy.yaml`).
 PATH_KEYS = frozenset(k.casefold() for k in (
@@ -174,9 +178,14 @@ class ProtectedSet:
         if "\x00" in path:
             path = path.split("\x00", 1)[0]
         lexical = _lexical(path)
-        forms = {lexical, self._realpath(path)}  # as the kernel walks it: `link/..` from the target
-        if ".." in path:
-            forms.add(self._realpath(lexical))  # as Node's path.resolve does first
+        if len(path) > _PATH_MAX:
+            # The kernel refuses it (ENAMETOOLONG); only what Node's path.resolve shortens it to opens.
+            # (Walking it as written would also cost one lstat per segment: megabytes of `x/..`.)
+            forms = {lexical, self._realpath(lexical)}
+        else:
+            forms = {lexical, self._realpath(path)}  # as the kernel walks it: `link/..` from the target
+            if ".." in path:
+                forms.add(self._realpath(lexical))  # as Node's path.resolve does first
         result: tuple[str, str] | None = None
         for form in forms:
             hit = self._covers_one(_fold(form))
@@ -349,7 +358,7 @@ class _Walk:
                 self.word(value, where, path_key=path_key)
             return
         stripped = value.strip()
-        if stripped[:1] in ("{", "[") and len(stripped) <= MAX_TEXT:
+        if stripped[:1] in ("{", "[") and len(stripped) <= MAX_JSON:
             try:
                 inner = orjson.loads(stripped)
             except orjson.JSONDecodeError:
@@ -359,9 +368,10 @@ class _Walk:
         spaced = _SHELLY.search(stripped) is not None
         if not spaced or path_key:
             self.word(stripped, where, path_key=path_key)
-        if not spaced or len(value) > MAX_TEXT:
+        if not spaced:
             return
-        if folded_key in COMMAND_KEYS:
+        command = folded_key in COMMAND_KEYS
+        if command and len(value) <= MAX_TEXT:
             # A command line: each word, as the shell splits it (quotes and escapes removed); a quoted
             # word with spaces in it (`sh -c 'cat ...'`) is a command line of its own.
             for w in _words(value):
@@ -369,8 +379,9 @@ class _Walk:
                     self.text(w, where, key)
                 else:
                     self.word(w, where, path_key=False, shell=True)
-        elif "\n" not in stripped and _PATHY.search(stripped) is not None:
-            # A one-line text a shell may run: its path-like words (a cheap split; bare words are not paths).
+        elif (command or "\n" not in stripped) and _PATHY.search(stripped) is not None:
+            # A one-line text a shell may run, or a command line too long for shlex (pure Python, about
+            # a microsecond a character): its path-like words, by a cheap split (bare words are not paths).
             for w in _SPLIT.split(stripped):
                 if _PATHY.search(w) is not None:
                     self.word(w, where, path_key=False, shell=True)
