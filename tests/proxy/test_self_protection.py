@@ -288,3 +288,31 @@ def test_policy_reload_reports_a_bad_file_and_a_missing_token(held: tuple[Gatewa
     assert missing.returncode == 2
     usage = subprocess.run([MCPWALL, "policy", "reload", "--nope"], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2
+
+
+# ---------------------------------------------------------------------------------------- the stdio frontend
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["enforce", "audit"])
+async def test_wrap_over_stdio_refuses_the_gateways_files_too_issue_22(tmp_path: Path, mode: str) -> None:
+    from mcp import Client, StdioServerParameters
+    from mcp.shared.exceptions import MCPError
+
+    home = tmp_path / "home"
+    home.mkdir()
+    policy = home / "policy.yaml"
+    policy.write_text(ALLOW_ALL.format(mode=mode))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "home-link").symlink_to(home)
+    args = ["wrap", "--name", "fs", "--home", str(home), "--", *[filesystem(tmp_path)["command"], str(tmp_path)]]
+    async with Client(StdioServerParameters(command=MCPWALL, args=args)) as c:
+        for path in (str(policy), f"{ws}/home-link/policy.yaml", f"{ws}/../home/policy.yaml/"):
+            with pytest.raises(MCPError) as info:
+                await c.call_tool("write_file", {"path": path, "content": ATTACK})
+            assert info.value.code == -32001
+            assert RULE in json.dumps(info.value.error.data)
+        ok = await c.call_tool("write_file", {"path": str(ws / "fine.txt"), "content": "fine"})
+        assert not ok.is_error
+    assert policy.read_text() == ALLOW_ALL.format(mode=mode)
+    assert (ws / "fine.txt").read_text() == "fine"
