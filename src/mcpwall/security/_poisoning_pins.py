@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,14 @@ _TOOL_FIELDS_V1 = ("name", "title", "description", "inputSchema", "annotations")
 FIELDS_VERSION = 2
 #: A description shorter than this is too generic to prove that a new tool is a renamed old one.
 RENAME_MIN_DESCRIPTION = 20
+#: A new name whose description is at least this similar to a pinned tool's that disappeared is
+#: that tool renamed (difflib ratio or word Jaccard, on case- and space-folded descriptions) ...
+RENAME_SIMILARITY = 0.8
+#: ... or at least this similar when its input schema has the same shape (property names, types, required).
+RENAME_SIMILARITY_SAME_SHAPE = 0.5
+#: Characters of each description compared (difflib is quadratic in the worst case).
+_COMPARED = 2000
+_WORDS = re.compile(r"\w+")
 
 
 def pin_key(server: str, kind: str, name: str) -> str:
@@ -62,6 +71,62 @@ def fingerprint(kind: str, item: Mapping[str, Any], fields: Sequence[str] | None
 def _description(definition: Mapping[str, Any] | None) -> str:
     text = (definition or {}).get("description")
     return " ".join(text.split()) if isinstance(text, str) else ""
+
+
+def similarity(a: str, b: str) -> float:
+    """How alike two descriptions read, 0..1: the better of difflib's ratio and word Jaccard,
+    case and spacing folded. A one-character edit of a long description scores about 0.99."""
+    a, b = " ".join(a.casefold().split())[:_COMPARED], " ".join(b.casefold().split())[:_COMPARED]
+    if not a or not b:
+        return 0.0
+    if a == b:
+        return 1.0
+    words_a, words_b = set(_WORDS.findall(a)), set(_WORDS.findall(b))
+    jaccard = len(words_a & words_b) / len(words_a | words_b) if words_a | words_b else 0.0
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    ratio = matcher.ratio() if matcher.real_quick_ratio() > jaccard and matcher.quick_ratio() > jaccard else 0.0
+    return max(jaccard, ratio)
+
+
+def shape(kind: str, definition: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
+    """The shape of a tool's input schema (a prompt's arguments): sorted (name, type) and the
+    required names; None when it has no parameters (an empty shape proves nothing)."""
+    definition = definition or {}
+    if kind == "prompt":
+        args = definition.get("arguments")
+        named = [a for a in args if isinstance(a, dict)] if isinstance(args, list) else []
+        if not named:
+            return None
+        return (tuple(sorted((str(a.get("name")), "") for a in named)),
+                tuple(sorted(str(a.get("name")) for a in named if a.get("required"))))
+    schema = definition.get("inputSchema")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict) or not props:
+        return None
+    required = schema.get("required") if isinstance(schema, dict) else None
+    return (tuple(sorted((str(k), str(v.get("type")) if isinstance(v, dict) else "") for k, v in props.items())),
+            tuple(sorted(str(r) for r in required)) if isinstance(required, list) else ())
+
+
+def renamed_from(kind: str, definition: Mapping[str, Any], gone: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The pinned definition in `gone` (name -> record of a pinned item no longer listed) that
+    `definition` most likely is, renamed: a similar description, or a same-shaped schema with a
+    description still somewhat alike (or none on either side, with two or more parameters)."""
+    text = _description(definition)
+    mine = shape(kind, definition)
+    best: tuple[float, str] | None = None
+    for name, record in gone.items():
+        theirs = record.get("definition")
+        other = _description(theirs)
+        same_shape = mine is not None and mine == shape(kind, theirs)
+        score = similarity(text, other)
+        long_enough = min(len(text), len(other)) >= RENAME_MIN_DESCRIPTION
+        if (long_enough and score >= RENAME_SIMILARITY) or (same_shape and score >= RENAME_SIMILARITY_SAME_SHAPE) \
+                or (same_shape and not text and not other and mine is not None and len(mine[0]) >= 2):
+            candidate = (score + (0.5 if same_shape else 0.0), name)
+            if best is None or candidate > best:
+                best = candidate
+    return best[1] if best else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,13 +199,24 @@ class PinBook:
         if unchanged and not full:
             return []
         records = self.records(server, kind)
+        # pinned items no longer listed: a new name like one of them is that item renamed
+        gone = {n: r for n, r in records.items() if r.get("hash") and n not in current
+                and (full or r.get("removed_at"))}
         changes: list[PinChange] = []
         for name, (digest, definition) in current.items():
             record = records.get(name)
             if record is not None and record.get("hash") != digest:
                 record = self._upgraded(server, kind, name, record, by_name[name], digest, definition)
             if record is None:
-                changes += self._new(server, kind, name, digest, definition, records, on_new, now)
+                changes += self._new(server, kind, name, digest, definition, records, gone, on_new, now)
+            elif record.get("hash") is None and (record.get("pending") or {}).get("change") == "added" \
+                    and (record.get("pending") or {}).get("hash") == digest and gone \
+                    and (original := renamed_from(kind, definition, gone)) is not None:
+                # seen as new before its original was known to be gone (a partial list, a call):
+                # now that it is, the newcomer is the original renamed
+                self._put(server, kind, name, {**record, "pending": {**record["pending"], "change": "renamed",
+                                                                     "of": original}})
+                changes.append(PinChange(server, kind, name, "renamed", original))
             elif record.get("hash") == digest:
                 if record.get("pending") or record.get("removed_at"):
                     # back to what was pinned: nothing waits any more
@@ -178,12 +254,16 @@ class PinBook:
         return upgraded
 
     def _new(self, server: str, kind: str, name: str, digest: str, definition: dict[str, Any],
-             records: Mapping[str, dict[str, Any]], on_new: str, now: float) -> list[PinChange]:
+             records: Mapping[str, dict[str, Any]], gone: Mapping[str, dict[str, Any]], on_new: str,
+             now: float) -> list[PinChange]:
         text = _description(definition)
         original = None
         if len(text) >= RENAME_MIN_DESCRIPTION:
+            # the very description of a pinned item, whether or not that item is still listed: a copy
             original = next((other for other, r in records.items() if other != name and r.get("hash")
                              and _description(r.get("definition")) == text), None)
+        if original is None and gone:
+            original = renamed_from(kind, definition, gone)
         if original is None and on_new == "pin":
             self._put(server, kind, name, {"hash": digest, "definition": definition, "pinned_at": now,
                                            "removed_at": None, "pending": None, "fields": FIELDS_VERSION})
@@ -252,4 +332,5 @@ def diff(record: Mapping[str, Any], original: Mapping[str, Any] | None = None) -
                                           before_label, f"seen {label}", lineterm=""))
 
 
-__all__ = ["KINDS", "NAMESPACE", "PinBook", "PinChange", "diff", "fingerprint", "item_name", "pin_key"]
+__all__ = ["KINDS", "NAMESPACE", "PinBook", "PinChange", "diff", "fingerprint", "item_name", "pin_key", "renamed_from",
+           "shape", "similarity"]

@@ -9,21 +9,25 @@ compared with the pins:
 - `changed`: a pinned tool comes back with another definition;
 - `readded`: a tool that disappeared comes back different (removal does not
   drop its pin, so remove-then-readd cannot launder a change);
-- `renamed`: a tool never seen before carries the description of a pinned one
-  (renaming must not escape the pin);
-- `added`: any other new tool, pending only with `onNew: warn|block`
-  (by default a new tool is pinned on first sight).
+- `renamed`: a tool never seen before carries the description of a pinned one,
+  or appears as a pinned one disappears with a description alike to it (or
+  the same input schema shape and a description somewhat alike): renaming
+  must not escape the pin;
+- `added`: any other new tool on a server whose list was already pinned.
 
-That is a rug pull. With `onChange: block` (the default in enforce mode) the
-tool is not listed and calls to it are denied (-32001) until a person runs
-`mcpwall pin --accept SERVER[/NAME]`; with `onChange: warn` (the default in
-audit mode) the gateway logs it and carries on. Lists are checked when a
+A change, a re-add or a rename is a rug pull. With `onChange: block` (the
+default in enforce mode) the tool is not listed and calls to it are denied
+(-32001) until a person runs `mcpwall pin --accept SERVER[/NAME]`; with
+`onChange: warn` (the default in audit mode) the gateway logs it and carries
+on. An added tool follows `onNew`: `warn` (the default: logged, recorded,
+shown by `pin --list` until accepted, usable), `block` (as a change under
+`onChange: block`), or `pin` (pinned on first sight, silently). Lists are checked when a
 client lists, when a server sends list_changed (the gateway refreshes its
 catalog, then calls `gateway.on_catalog_changed`), on a server restart, and
 once when each server first becomes ready.
 
     stages:
-      pins: {onChange: block, onNew: pin}
+      pins: {onChange: block, onNew: warn}
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ _FILTER_KEYS = {"tools": "tool", "prompts": "prompt", "resources": "resource"}
 class PinStage(Stage):
     name = "pins"
 
-    def __init__(self, on_change: str | None = None, on_new: str = "pin") -> None:
+    def __init__(self, on_change: str | None = None, on_new: str = "warn") -> None:
         #: "block", "warn", or None for the mode's default (block in enforce, warn in audit)
         self.on_change = on_change
         self.on_new = on_new
@@ -102,9 +106,14 @@ class PinStage(Stage):
         return PinBook(self.gateway.state)
 
     def blocking(self) -> bool:
+        """Whether a change, re-add or rename blocks (onChange, by default the mode's)."""
         if self.on_change is not None:
             return self.on_change == "block"
         return self.gateway is None or self.gateway.policy.current.mode != "audit"
+
+    def blocks(self, change: str) -> bool:
+        """Whether a pending `change` blocks: an added tool follows onNew, the rest onChange."""
+        return self.on_new == "block" if change == "added" else self.blocking()
 
     # ------------------------------------------------------------------ checking
 
@@ -125,9 +134,10 @@ class PinStage(Stage):
             self.counts["pinned"] += len(book.records(server, kind))
         for change in changes:
             self.counts["changes"] += 1
-            log.warning("[%s] rug pull: %s %r %s%s; %s until `mcpwall pin --accept %s/%s`", server, kind,
+            log.warning("[%s] %s: %s %r %s%s; %s until `mcpwall pin --accept %s/%s`", server,
+                        "new on a pinned server" if change.change == "added" else "rug pull", kind,
                         change.name, change.change, f" (copy of {change.of!r})" if change.of else "",
-                        "blocked" if self.blocking() else "warning only", server, change.name)
+                        "blocked" if self.blocks(change.change) else "warning only", server, change.name)
         return changes
 
     def _pending(self, server: str, kind: str, name: str) -> dict[str, Any] | None:
@@ -170,11 +180,12 @@ class PinStage(Stage):
         reason = (f"{kind} {ctx.server}/{ctx.target} {change} since it was pinned"
                   + (f" (a copy of {pending['of']!r})" if pending.get("of") else "")
                   + f"; a person must run `mcpwall pin --accept {ctx.server}/{ctx.target}`")
-        if not self.blocking():
+        if not self.blocks(change):
             log.warning("warn %s", reason)
             return None
         self.counts["blocked"] += 1
-        return Reject(ErrorCode.BLOCKED, f"Blocked by mcpwall: rug pull: {reason}",
+        what = "a new tool on a pinned server" if change == "added" else "rug pull"
+        return Reject(ErrorCode.BLOCKED, f"Blocked by mcpwall: {what}: {reason}",
                       {"reasons": [reason], "rule_ids": [f"pins:{change}"], "change": change,
                        "pinned_hash": record.get("hash"), "seen_hash": pending.get("hash")})
 
@@ -194,24 +205,30 @@ class PinStage(Stage):
         else:
             whole = not ctx.params.get("cursor") and not body.get("nextCursor")
             self._sync(ctx.session.server, kind, [i for i in items if isinstance(i, dict)], full=whole)
-        pending = [k for k, r in self.book.all().items() if r.get("pending") or r.get("hash") is None]
-        if pending:
-            ctx.notes["pins"] = {"pending": pending, "blocked": self.blocking()}
+        waiting = {k: r for k, r in self.book.all().items() if r.get("pending") or r.get("hash") is None}
+        if waiting:
+            hidden = [k for k, r in waiting.items() if self.blocks(_change(r))]
+            ctx.notes["pins"] = {"pending": list(waiting), "hidden": hidden, "blocked": bool(hidden)}
         return response
 
     def _visible(self, ctx: RequestContext, key: str, server: str, name: str, item: Any) -> bool:
         kind = _FILTER_KEYS.get(key)
-        if kind is None or not self.blocking():
+        if kind is None or not (self.blocking() or self.on_new == "block"):
             return True
         noted = ctx.notes.get("pins")
-        if isinstance(noted, dict) and isinstance(noted.get("pending"), list):
-            return pin_key(server, kind, name) not in noted["pending"]
+        if isinstance(noted, dict) and isinstance(noted.get("hidden"), list):
+            return pin_key(server, kind, name) not in noted["hidden"]
         if ctx.method in _LISTS:
             return True  # on_response compared this list with the pins and found nothing pending
-        return self._pending(server, kind, name) is None
+        record = self._pending(server, kind, name)
+        return record is None or not self.blocks(_change(record))
 
     def status(self) -> dict[str, Any]:
         return dict(self.counts)
+
+
+def _change(record: Mapping[str, Any]) -> str:
+    return str((record.get("pending") or {}).get("change") or "changed")
 
 
 def _catalog_items(upstream: Any, kind: str) -> list[dict[str, Any]]:
@@ -247,7 +264,7 @@ def build(config: Mapping[str, Any], settings: Any = None) -> PinStage | None:
     on_change = section.get("onChange")
     if on_change not in (None, "warn", "block"):
         raise ConfigError(f"stages.pins.onChange: {on_change!r} is not one of warn, block")
-    on_new = section.get("onNew", "pin")
+    on_new = section.get("onNew", "warn")
     if on_new not in ("pin", "warn", "block"):
         raise ConfigError(f"stages.pins.onNew: {on_new!r} is not one of pin, warn, block")
     return PinStage(on_change, on_new)

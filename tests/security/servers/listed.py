@@ -5,7 +5,9 @@
 LIST.json is `{"tools": [...], "prompts": [...], "resources": [...], "resourceTemplates": [...]}`. Each
 list is sent as written, every field kept (the handlers return plain dicts, which the SDK passes
 through without its models dropping unknown keys), so a test can put text in any field a
-definition may carry. The SDK sieves results to the fields its protocol revision names; a
+definition may carry. The file is read again for every list, so a test can change what the server
+lists while it runs; calling the tool `list_changed` (whether listed or not) makes the server send
+notifications/tools/list_changed and notifications/prompts/list_changed. The SDK sieves results to the fields its protocol revision names; a
 poisoning server need not, so the sieve is bypassed for the four list methods (the test's server
 sends what a hostile one could). Calling any tool returns "ok".
 """
@@ -21,8 +23,11 @@ from mcp.server import runner
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-with open(sys.argv[1], encoding="utf-8") as f:
-    LISTED: dict[str, list[dict[str, Any]]] = json.load(f)
+
+def _listed(key: str) -> list[dict[str, Any]]:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        listed: list[dict[str, Any]] = json.load(f).get(key, [])
+    return listed
 
 
 _LISTS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
@@ -37,15 +42,18 @@ runner._methods.serialize_server_result = _unsieved  # type: ignore[attr-defined
 
 
 async def list_tools(ctx: Any, params: Any) -> Any:
-    return {"tools": LISTED.get("tools", [])}
+    return {"tools": _listed("tools")}
 
 
 async def call_tool(ctx: Any, params: Any) -> Any:
+    if params.name == "list_changed":
+        await ctx.session.send_tool_list_changed()
+        await ctx.session.send_prompt_list_changed()
     return {"content": [{"type": "text", "text": "ok"}]}
 
 
 async def list_prompts(ctx: Any, params: Any) -> Any:
-    return {"prompts": LISTED.get("prompts", [])}
+    return {"prompts": _listed("prompts")}
 
 
 async def get_prompt(ctx: Any, params: Any) -> Any:
@@ -53,11 +61,11 @@ async def get_prompt(ctx: Any, params: Any) -> Any:
 
 
 async def list_resources(ctx: Any, params: Any) -> Any:
-    return {"resources": LISTED.get("resources", [])}
+    return {"resources": _listed("resources")}
 
 
 async def list_templates(ctx: Any, params: Any) -> Any:
-    return {"resourceTemplates": LISTED.get("resourceTemplates", [])}
+    return {"resourceTemplates": _listed("resourceTemplates")}
 
 
 async def read_resource(ctx: Any, params: Any) -> Any:
