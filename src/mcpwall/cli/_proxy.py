@@ -42,6 +42,9 @@ def gateway_options(func: Any) -> Any:
         click.option("--allow-host", "allowed_hosts", multiple=True,
                      help="Extra Host header value to accept (DNS rebinding guard)."),
         click.option("--allow-origin", "allowed_origins", multiple=True, help="Extra browser Origin to accept."),
+        click.option("--max-sessions-per-principal", "sessions_per_principal", default=64, show_default=True,
+                     type=click.IntRange(min=1),
+                     help="Streamable-HTTP sessions one token may hold; the least recently used goes first."),
         click.option("--frame-listen", "frame_listen", multiple=True,
                      help="Framed relay listener: unix:PATH or tcp:HOST:PORT."),
         click.option("--isolate", is_flag=True,
@@ -63,7 +66,8 @@ def gateway_options(func: Any) -> Any:
 def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[Path, ...], discover: bool,
               host: str, port: int, insecure_no_auth: bool, token_file: Path | None,
               allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], ledger_url: str | None,
-              frame_listen: tuple[str, ...], isolate: bool = False, **options: Any) -> Any:
+              frame_listen: tuple[str, ...], isolate: bool = False, sessions_per_principal: int = 64,
+              **options: Any) -> Any:
     from mcpwall.admin import register as register_admin
     from mcpwall.isolation import register as register_isolation
     from mcpwall.proxy import GatewaySettings
@@ -85,7 +89,7 @@ def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[
     settings = GatewaySettings(home=resolve_home(home), policy_path=policy_file, servers_files=list(servers_files),
                                extra_servers=extra, host=host, port=port, insecure_no_auth=insecure_no_auth,
                                token_file=token_file, allowed_hosts=list(allowed_hosts),
-                               allowed_origins=list(allowed_origins))
+                               allowed_origins=list(allowed_origins), sessions_per_principal=sessions_per_principal)
     state_flag = options.pop("state_flag", None)
     settings.extras = {"ledger_url": ledger_url, "frame_listen": list(frame_listen), "isolate": isolate,
                        "state_url": state_url(state_flag), **options}
@@ -124,7 +128,8 @@ def _run(settings: Any, stdio: bool, agent: str, log_level: str, record: bool = 
 def proxy(home: Path | None, policy_file: Path | None, servers_files: tuple[Path, ...], discover: bool, host: str,
           port: int, stdio: bool, agent: str, insecure_no_auth: bool, token_file: Path | None,
           allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], frame_listen: tuple[str, ...],
-          isolate: bool, ledger_url: str | None, log_level: str, state_flag: str | None) -> None:
+          isolate: bool, ledger_url: str | None, log_level: str, state_flag: str | None,
+          sessions_per_principal: int) -> None:
     """Run the gateway: every server behind one policy-enforcing MCP endpoint.
 
     Serves /mcp (all servers, tools named server__tool), /mcp/{server},
@@ -132,7 +137,8 @@ def proxy(home: Path | None, policy_file: Path | None, servers_files: tuple[Path
     /metrics on 127.0.0.1:9420, or everything over stdio with --stdio.
     """
     settings = _settings(home, policy_file, servers_files, discover, host, port, insecure_no_auth, token_file,
-                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate, state_flag=state_flag)
+                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate, state_flag=state_flag,
+                         sessions_per_principal=sessions_per_principal)
     _run(settings, stdio, agent, log_level)
 
 
@@ -141,10 +147,12 @@ def proxy(home: Path | None, policy_file: Path | None, servers_files: tuple[Path
 def record(home: Path | None, policy_file: Path | None, servers_files: tuple[Path, ...], discover: bool, host: str,
            port: int, stdio: bool, agent: str, insecure_no_auth: bool, token_file: Path | None,
            allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], frame_listen: tuple[str, ...],
-           isolate: bool, ledger_url: str | None, log_level: str, state_flag: str | None) -> None:
+           isolate: bool, ledger_url: str | None, log_level: str, state_flag: str | None,
+           sessions_per_principal: int) -> None:
     """Run the gateway and capture every session to <home>/sessions/<id>.mcpcap.json."""
     settings = _settings(home, policy_file, servers_files, discover, host, port, insecure_no_auth, token_file,
-                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate, state_flag=state_flag)
+                         allowed_hosts, allowed_origins, ledger_url, frame_listen, isolate, state_flag=state_flag,
+                         sessions_per_principal=sessions_per_principal)
     _run(settings, stdio, agent, log_level, record=True)
 
 

@@ -24,8 +24,10 @@ from mcpwall import _endpoint
 from mcpwall.errors import ConfigError, PolicyError
 from mcpwall.policy import ServerSpec
 from mcpwall.policy._loader import locate_section
+from mcpwall.proxy._conn import ConnectionGuard, ConnectionLimits, guarded_protocol
+from mcpwall.proxy._door import Door
 from mcpwall.proxy._gateway import Gateway, GatewayOptions
-from mcpwall.proxy._http import HttpFrontend
+from mcpwall.proxy._http import SESSIONS_PER_PRINCIPAL, HttpFrontend
 from mcpwall.proxy._policystore import PolicyStore
 from mcpwall.proxy._servers import check_names, load_servers_file
 from mcpwall.proxy._stdio import StdioFrontend
@@ -54,6 +56,10 @@ class GatewaySettings:
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
     only_server: str | None = None
+    #: header and body deadlines, unauthenticated and per-peer connection caps (see proxy/_conn.py)
+    connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    #: streamable-HTTP sessions one principal may hold; past it the least recently used is closed
+    sessions_per_principal: int = SESSIONS_PER_PRINCIPAL
     options: dict[str, Any] = field(default_factory=dict)
     #: Options for extensions (ledger URL, frame listeners, recording...).
     extras: dict[str, Any] = field(default_factory=dict)
@@ -138,14 +144,23 @@ async def serve_http(built: Built, ready: Callable[[str], None] | None = None,
     import uvicorn
 
     settings = built.settings
+    guard = ConnectionGuard(settings.connection_limits.fitted(_raise_open_files()), built.auth)
     frontend = HttpFrontend(built.gateway, built.auth, base_url=f"http://{_url_host(settings.host)}:{settings.port}",
                             extra=getattr(built.gateway, "ui_app", None),
-                            metrics=getattr(built.gateway, "metrics_text", None))
+                            metrics=getattr(built.gateway, "metrics_text", None),
+                            door=Door(built.auth, settings.allowed_hosts),
+                            sessions_per_principal=settings.sessions_per_principal, connections=guard)
     app = app_wrapper(frontend) if app_wrapper else frontend
     config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", access_log=False,
                             log_level="warning", loop="uvloop" if _has("uvloop") else "asyncio",
-                            http="httptools" if _has("httptools") else "h11", timeout_graceful_shutdown=5,
-                            limit_concurrency=4096, backlog=2048,
+                            http=guarded_protocol("httptools" if _has("httptools") else "h11", guard),
+                            timeout_graceful_shutdown=5, backlog=2048,
+                            # No limit_concurrency: uvicorn counts open connections against it, finished
+                            # or not, so half-open ones made it answer 503 to everyone (issue 22). The
+                            # guard caps requests being served and unauthenticated connections instead.
+                            limit_concurrency=None, timeout_keep_alive=5,
+                            # bounds what h11 (the fallback parser) buffers for an unfinished request head
+                            h11_max_incomplete_event_size=64 * 1024,
                             # X-Forwarded-For from loopback would let any local process pick the
                             # peer address the rate limit and the ledger see; and a layer less per request.
                             proxy_headers=False, server_header=False)
@@ -200,6 +215,20 @@ async def serve_stdio(built: Built, server: str | None, agent: str = "", process
     finally:
         built.policy.stop()
         await built.gateway.stop()
+
+
+def _raise_open_files() -> int:
+    """Raise this process's open-file limit to its hard limit (many desktops start at 1,024 or
+    256), and return it: the connection caps are fitted under it."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
 
 
 def _freeze_startup_objects() -> None:

@@ -36,6 +36,7 @@ from mcpwall.protocol import (
     parse,
     request_id,
 )
+from mcpwall.proxy._door import Door
 from mcpwall.proxy._gateway import Gateway
 from mcpwall.proxy._session import Session
 from mcpwall.stages import AuthStage, Reject
@@ -47,6 +48,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _JSON = [(b"content-type", b"application/json")]
+_CLOSE = [(b"connection", b"close")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 _KEEPALIVE_S = 15.0
 #: The most of an unauthenticated request's body read to record it (see `_refused`).
@@ -56,6 +58,9 @@ SESSION_IDLE_S = 3600.0
 #: idle half seen longest ago is closed, so clients that vary X-Agent-Id or X-Mcpwall-Client cannot
 #: grow the gateway.
 PLAIN_SESSIONS = 10_000
+#: The most streamable-HTTP sessions one principal (token) keeps open: past it its least recently
+#: used one is closed, so a client that initializes in a loop cannot grow the gateway.
+SESSIONS_PER_PRINCIPAL = 64
 
 
 async def _reply(send: Send, status: int, body: bytes = b"", headers: list[tuple[bytes, bytes]] | None = None,
@@ -102,9 +107,16 @@ class HttpFrontend:
 
     def __init__(self, gateway: Gateway, auth: AuthStage, *, base_url: str = "",
                  extra: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None,
-                 metrics: Callable[[], bytes] | None = None) -> None:
+                 metrics: Callable[[], bytes] | None = None, door: Door | None = None,
+                 sessions_per_principal: int = SESSIONS_PER_PRINCIPAL, connections: Any = None) -> None:
         self.gateway = gateway
         self.auth = auth
+        self.door = door or Door(auth)
+        self.sessions_per_principal = max(1, sessions_per_principal)
+        #: the server's ConnectionGuard (proxy/_conn.py), for /health
+        self.connections = connections
+        #: principal -> its streamable-HTTP sessions by id
+        self._owned: dict[str, dict[str, Session]] = {}
         self.base_url = base_url
         self.extra = extra
         self.metrics = metrics
@@ -123,6 +135,10 @@ class HttpFrontend:
         path: str = scope["path"]
         method: str = scope["method"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        reject = self.door.refusal(scope, headers)  # Host, Origin, target: before any route
+        if reject is not None:
+            await self._turn_away(scope, receive, send, reject)
+            return
         if path == "/health" and method == "GET":
             # Public without a token, but not to another origin (DNS rebinding): Host and Origin hold.
             reject, _ = self.auth.admit(headers)
@@ -141,15 +157,10 @@ class HttpFrontend:
             await self.extra(scope, receive, send)
             return
         reject, identity = self.auth.admit(headers)
-        parts = [p for p in path.split("/") if p]
         if reject is not None:
-            if parts and method == "POST" and (len(parts) == 1 or (len(parts) == 2 and parts[0] == "mcp")):
-                # An unauthenticated tools/call is recorded too (an attempt is evidence), within bounds:
-                # one message of a small body, no batch.
-                await self._refused(receive, reject.code, reject.message, None if parts[0] == "mcp" else parts[0],
-                                    scope, parts[1] if len(parts) == 2 else None, limit=_DOOR_BYTES)
-            await _reply_json(send, reject.http_status, error(None, reject.code, reject.message))
+            await self._turn_away(scope, receive, send, reject)
             return
+        parts = [p for p in path.split("/") if p]
         if not parts:
             await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
             return
@@ -191,6 +202,17 @@ class HttpFrontend:
                 await _reply_json(send, 200, self._server_info(parts[0], scope, headers))
                 return
         await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
+
+    async def _turn_away(self, scope: Scope, receive: Receive, send: Send, reject: Reject) -> None:
+        """Answer a request refused at the door (token, Host, Origin) and close its connection:
+        a refused client gets nothing to hold open (see `_conn`)."""
+        parts = [p for p in scope["path"].split("/") if p]
+        if parts and scope["method"] == "POST" and (len(parts) == 1 or (len(parts) == 2 and parts[0] == "mcp")):
+            # An unauthenticated tools/call is recorded too (an attempt is evidence), within bounds:
+            # one message of a small body, no batch.
+            await self._refused(receive, reject.code, reject.message, None if parts[0] == "mcp" else parts[0],
+                                scope, parts[1] if len(parts) == 2 else None, limit=_DOOR_BYTES)
+        await _reply_json(send, reject.http_status, error(None, reject.code, reject.message), _CLOSE)
 
     async def _refused(self, receive: Receive, code: int, text: str, server: str | None, scope: Scope,
                        via: str | None = None, limit: int = MAX_MESSAGE_BYTES) -> Any:
@@ -234,6 +256,8 @@ class HttpFrontend:
             if session.kind in ("http", "plain") and session.last_seen < before and not session.inflight:
                 self.gateway.close_session(session)
         self._plain = {key: s for key, s in self._plain.items() if not s.closed}
+        self._owned = {p: left for p, owned in self._owned.items()
+                       if (left := {sid: s for sid, s in owned.items() if not s.closed})}
 
     # ------------------------------------------------------------------ streamable HTTP
 
@@ -279,6 +303,7 @@ class HttpFrontend:
             session = self.gateway.open_session("http", server, peer=_peer(scope), principal=identity or "",
                                                 agent=identity or headers.get("x-agent-id") or "",
                                                 process_name=headers.get("x-mcpwall-process", ""))
+            self._own(session)
         elif session is None:
             status = 404 if sid else 400
             text = "Session not found" if sid else "Bad Request: Mcp-Session-Id header is required"
@@ -302,6 +327,21 @@ class HttpFrontend:
             await _reply_json(send, 400, reply, extra)
             return
         await _reply(send, 202, b"", extra)
+
+    def _own(self, session: Session) -> None:
+        """Count a new streamable-HTTP session against its principal; past the cap close the one
+        used least recently, preferring one with no call in flight and no GET stream open."""
+        owned = self._owned.setdefault(session.principal, {})
+        if len(owned) >= self.sessions_per_principal:
+            for sid in [sid for sid, s in owned.items() if s.closed]:
+                del owned[sid]
+        if len(owned) >= self.sessions_per_principal:
+            victim = min(owned.values(), key=lambda s: (bool(s.inflight) or s.id in self._streams, s.last_seen))
+            log.info("closed session %s of %r: the principal opened more than %d", victim.id[:8],
+                     victim.principal, self.sessions_per_principal)
+            self.gateway.close_session(victim)
+            del owned[victim.id]
+        owned[session.id] = session
 
     async def _serve_request(self, receive: Receive, send: Send, session: Session, msg: Message, size: int,
                              extra: list[tuple[bytes, bytes]]) -> None:
@@ -525,6 +565,8 @@ class HttpFrontend:
                                "uptime_s": round(time.time() - self.started, 1)}
         if self.auth.insecure_no_auth or self.auth.identify(headers.get("authorization")) == "":
             out.update(self.gateway.status())  # the operator's view; an agent's named token sees the public part
+            if self.connections is not None:
+                out["connections"] = {**self.connections.status(), "door_refused": self.door.refused}
         await _reply_json(send, 200, out)
 
 

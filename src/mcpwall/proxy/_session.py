@@ -27,6 +27,32 @@ Send = Callable[[Message], Awaitable[None]]
 MAX_BUFFERED = 200
 
 
+#: The client capabilities the gateway acts on, and the flags of each it reads (MCP 2025-11-25):
+#: whether to send a session roots/list, sampling/createMessage or elicitation/create.
+KEPT_CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "roots": ("listChanged",),
+    "sampling": ("context", "tools"),
+    "elicitation": ("form", "url"),
+}
+
+
+def keep_capabilities(caps: Any) -> dict[str, Any]:
+    """What a session keeps of an initialize's `capabilities`: the keys in KEPT_CAPABILITIES and,
+    of each, its known flags as `true` or `{}`. A client's object is otherwise kept as long as its
+    session (an hour idle), whatever its size (issue 22: 3 MB an initialize)."""
+    if not isinstance(caps, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for key, flags in KEPT_CAPABILITIES.items():
+        value = caps.get(key)
+        if value is None or value is False:
+            continue
+        given = value if isinstance(value, dict) else {}
+        kept[key] = {f: (True if given[f] is True else {}) for f in flags
+                     if given.get(f) is not None and given.get(f) is not False}
+    return kept
+
+
 @dataclass
 class Inflight:
     """A client request currently being served."""
@@ -115,4 +141,4 @@ class Session:
                 "inflight": len(self.inflight), "created": self.created}
 
 
-__all__ = ["Inflight", "ServerRequest", "Session"]
+__all__ = ["KEPT_CAPABILITIES", "Inflight", "ServerRequest", "Session", "keep_capabilities"]

@@ -1,0 +1,111 @@
+"""The DNS-rebinding guard on a request as it came: the raw header list and request target.
+
+`AuthStage.admit` checks the Host and Origin it is given in a mapping, one value a name. By the
+time a mapping exists, two copies of a header have become one (the last), a missing Host looks
+like no Host to check, and httptools has reduced `POST http://evil/mcp` to the path `/mcp`.
+Each of those passed the guard (issue 22). Here, before any route (the status routes, the
+dashboard and the admin API included):
+
+- Host, Origin and the headers that say who is calling (Authorization, Mcp-Session-Id, the MCP
+  and mcpwall headers) must appear at most once; Host must appear;
+- the request target must be a path (origin-form), never `http://host/...`;
+- Host must be a loopback name or address (or `--allow-host`), and a loopback Host must name
+  the port this gateway serves (`--allow-host NAME:PORT` admits a forwarded one);
+- Origin, when present, must be `http(s)://` + a loopback host [+ port] exactly, or an
+  `--allow-origin`; `null` and anything with a path, user info or another form is refused.
+
+Refusals are 403 with -32003, as the bad Host always was, except a repeated header that is not
+Host or Origin (400, -32600).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from mcpwall.protocol import ErrorCode
+from mcpwall.stages import AuthStage, Reject
+from mcpwall.stages.auth import LOOPBACK_HOSTS
+
+#: Headers a request may carry once: a second copy is read by one parser and not by another.
+SINGLE = frozenset({"host", "origin", "authorization", "cookie", "mcp-session-id", "mcp-protocol-version",
+                    "mcp-method", "mcp-name", "last-event-id", "x-agent-id", "x-mcpwall-client",
+                    "x-mcpwall-process", "x-csrf-token"})
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::([0-9]{1,5}))?")
+#: an origin as browsers serialise it: scheme://host[:port], nothing else
+_ORIGIN = re.compile(r"https?://(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::[0-9]{1,5})?")
+
+
+def _forbidden(text: str) -> Reject:
+    return Reject(ErrorCode.UNAUTHORIZED, f"Forbidden: {text} (DNS rebinding guard)", http_status=403,
+                  outcome="rejected")
+
+
+class Door:
+    """Checks every HTTP request's Host, Origin and target before it is routed."""
+
+    def __init__(self, auth: AuthStage, allowed_hosts: Iterable[str] = ()) -> None:
+        self.auth = auth
+        #: `--allow-host NAME:PORT` entries, accepted as written whatever port we serve
+        self.exact = frozenset(h.strip().lower() for h in allowed_hosts
+                               if (m := _HOST.fullmatch(h.strip().lower())) is not None and m.group(2) is not None)
+        self.refused = 0
+
+    def refusal(self, scope: dict[str, Any], headers: dict[str, str]) -> Reject | None:
+        """Why this request is turned away at the door, or None. `headers` is the lower-cased
+        mapping the frontend built from `scope["headers"]`."""
+        reject = self._check(scope, headers)
+        if reject is not None:
+            self.refused += 1
+        return reject
+
+    def _check(self, scope: dict[str, Any], headers: dict[str, str]) -> Reject | None:
+        raw = scope["headers"]
+        if len(raw) != len(headers):  # some header came more than once
+            seen: set[str] = set()
+            for key, _ in raw:
+                name = key.decode("latin-1").lower()
+                if name in seen and name in SINGLE:
+                    if name in ("host", "origin"):
+                        return _forbidden(f"{name.capitalize()} is sent more than once")
+                    return Reject(ErrorCode.INVALID_REQUEST, f"Bad Request: header {name!r} is sent more than once",
+                                  http_status=400, outcome="rejected")
+                seen.add(name)
+        if scope["path"][:1] != "/":
+            return _forbidden("the request target must be a path, not an absolute URL")
+        host = headers.get("host")
+        if host is None:
+            return _forbidden("a Host header is required")
+        reject = self._host(host, scope)
+        if reject is not None:
+            return reject
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_ok(origin):
+            return _forbidden(f"Origin {origin!r} is not allowed")
+        return None
+
+    def _host(self, host: str, scope: dict[str, Any]) -> Reject | None:
+        value = host.lower()
+        if value in self.exact:
+            return None
+        m = _HOST.fullmatch(value)
+        if m is None or m.group(1) not in self.auth.allowed_hosts:
+            return _forbidden(f"Host {host!r} is not allowed")
+        server = scope.get("server")
+        if m.group(1) in LOOPBACK_HOSTS and server and server[1] is not None:
+            port = int(m.group(2)) if m.group(2) else 443 if scope.get("scheme") == "https" else 80
+            if port != server[1]:
+                return _forbidden(f"Host {host!r} names port {port}; this gateway serves port {server[1]} "
+                                  f"(--allow-host {host} admits it)")
+        return None
+
+    def _origin_ok(self, origin: str) -> bool:
+        value = origin.lower()
+        if value.rstrip("/") in self.auth.allowed_origins:
+            return True
+        m = _ORIGIN.fullmatch(value)
+        return m is not None and m.group(1) in LOOPBACK_HOSTS
+
+
+__all__ = ["SINGLE", "Door"]
