@@ -225,6 +225,53 @@ def test_a_gzip_read_as_latin1_text_is_still_opened() -> None:
     assert AWS_ID not in json.dumps(out)
 
 
+def _hexdump(data: bytes, style: str) -> str:
+    """`xxd`, `xxd -p`, `hexdump -C` and `od -A x -t x1z` output, made here (the tools may be absent)."""
+    lines = []
+    for off in range(0, len(data), 16):
+        chunk = data[off:off + 16]
+        ascii_col = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        if style == "xxd":
+            groups = " ".join(chunk[i:i + 2].hex() for i in range(0, len(chunk), 2))
+            lines.append(f"{off:08x}: {groups:<39}  {ascii_col}")
+        elif style == "hexdump":
+            left, right = " ".join(f"{b:02x}" for b in chunk[:8]), " ".join(f"{b:02x}" for b in chunk[8:])
+            lines.append(f"{off:08x}  {left:<23}  {right:<23}  |{ascii_col}|")
+        else:
+            lines.append(f"{off:06x} {' '.join(f'{b:02x}' for b in chunk):<47}  >{ascii_col}<")
+    if style == "xxd -p":
+        h = data.hex()
+        return "\n".join(h[i:i + 60] for i in range(0, len(h), 60)) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("style", ["xxd", "xxd -p", "hexdump", "od"])
+def test_a_hex_dump_of_a_secret_file_is_masked(style: str) -> None:
+    for data, secret in ((ENV, AWS_ID), (KEYS["rsa-pkcs1.pem"], body_lines(KEYS["rsa-pkcs1.pem"])[1][:16])):
+        dump = _hexdump(data, style)
+        out, found = SCANNER.redact({"content": [{"type": "text", "text": dump}]})
+        assert found, style
+        text = out["content"][0]["text"]
+        assert secret not in text.replace("\n", "")
+        assert data[16:32].hex() not in text.replace(" ", "").replace("\n", "")
+
+
+def test_hex_digests_and_commit_ids_are_not_decoded_into_findings() -> None:
+    text = ("commit 3f2a9c1d4e5b6a7980c1d2e3f4a5b6c7d8e9f0a1\n"
+            "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  file.tar\n")
+    assert SCANNER.spans(text) == []
+
+
+def test_a_pkcs12_bundle_is_key_material() -> None:
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    p12 = pkcs12.serialize_key_and_certificates(b"me", key, None, None, serialization.BestAvailableEncryption(b"pw"))
+    assert _decode.key_material(p12)
+    _, found = SCANNER.redact(media(p12))
+    assert {f.type for f in found} == {"private-key"}
+
+
 # ---------------------------------------------------------------------- keys recognised by content
 
 

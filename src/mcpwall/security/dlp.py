@@ -28,7 +28,7 @@ from typing import Any
 
 import re2
 
-from mcpwall.security import _decode
+from mcpwall.security import _blocks, _decode
 from mcpwall.security._decode import MAX_DECODED, Budget, Unreadable
 from mcpwall.security._json import MAX_DEPTH, decodings, join, strings
 from mcpwall.security._secrets import FILE_MAGIC, PATTERNS, SecretPattern
@@ -39,25 +39,10 @@ MIN_FINGERPRINT = 8
 #: keys whose string value is a base64 payload (MCP image/audio `data`, resource `blob`): when its
 #: decoded content holds a secret, the whole value is replaced by `withheld_blob`
 BLOB_KEYS = frozenset({"blob", "data"})
-#: where encoded content may be: a run of 32 base64 characters (the entropy catch-all's prefilter,
-#: so one RE2 set entry serves both; a shorter payload is decoded when it is a whole string)
-_ENCODED_PREFILTER = r"[A-Za-z0-9+/_-]{32}"
 #: a whole string that is a short base64 payload (20 to 31 characters: no set entry finds those)
 _SHORT_B64 = re.compile(r"[A-Za-z0-9+/_-]{20,31}={0,2}")
-#: a base64 run whose lines may be broken by real or JSON-escaped newlines (PEM bodies, `base64` output)
-_B64_BLOCK = re2.compile(rb"[A-Za-z0-9+/_][A-Za-z0-9+/_-]{31,}={0,2}"
-                         rb"(?:(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/_][A-Za-z0-9+/_-]*={0,2})*")
-_DIGITS = frozenset(b"0123456789")
 #: what `Scanner._inspect` says of content it knows and found no secret in (an image, a certificate)
 _KNOWN = ("", "")
-
-
-def _lines(run: str) -> list[str]:
-    """The lines of a base64 block, broken by real or JSON-escaped newlines."""
-    return run.replace("\\r", "").replace("\\n", "\n").replace("\r", "").split("\n")
-
-#: the line widths of PEM (64) and OpenSSH (70) key bodies; MIME and `base64` wrap at 76
-_KEY_WIDTHS = (64, 70)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,14 +83,16 @@ class Scanner:
             rs.Add(p.prefilter)
         #: the set entry that says where encoded content may be (-1: decoding is off); its own entry
         #: only when the entropy catch-all (whose prefilter it shares) is disabled
-        self._encoded_index = -1
+        self._encoded_index = self._hex_index = self._dump_index = -1
         self._encoded_own = False
         #: scans the text inside binary content: without the catch-alls, which random bytes trip
         self._binary: Scanner | None = None
         if decode:
-            shared = [i for i, p in enumerate(self.patterns) if p.prefilter == _ENCODED_PREFILTER]
+            shared = [i for i, p in enumerate(self.patterns) if p.prefilter == _blocks.ENCODED_PREFILTER]
             self._encoded_own = not shared
-            self._encoded_index = shared[0] if shared else rs.Add(_ENCODED_PREFILTER)
+            self._encoded_index = shared[0] if shared else rs.Add(_blocks.ENCODED_PREFILTER)
+            self._hex_index = rs.Add(_blocks.HEX_PREFILTER)
+            self._dump_index = rs.Add(_blocks.DUMP_PREFILTER)
             self._binary = Scanner([p for p in self.patterns if p.type not in ("high-entropy", "credit-card")],
                                    decode=False)
         rs.Compile()
@@ -142,7 +129,8 @@ class Scanner:
             return []
         taken: list[tuple[int, int, str, str]] = []
         for index in sorted(hits):
-            if index == self._encoded_index and self._encoded_own:
+            if (index == self._encoded_index and self._encoded_own) or index in (self._hex_index,
+                                                                                    self._dump_index):
                 continue
             pattern = self.patterns[index]
             finder = self._finders.get(index)
@@ -157,27 +145,35 @@ class Scanner:
                     continue
                 taken.append((start, end, pattern.type, secret))
         if taken and "-----BEGIN " in text:
-            taken = _outside_public_armor(text, taken)
+            taken = _blocks.outside_public_armor(text, taken)
         if self._encoded_index in hits:
             taken = self._with_encoded(text, data, taken, budget or Budget(self.max_decoded), depth)
+        if self._hex_index in hits:
+            taken = self._with_encoded(text, data, taken, budget or Budget(self.max_decoded), depth, hexa=True)
+        if self._dump_index in hits:
+            taken = self._with_dump(text, taken, budget or Budget(self.max_decoded), depth)
         taken.sort()
         return taken
 
     # ------------------------------------------------------------------ encoded content
 
     def _with_encoded(self, text: str, data: bytes, taken: list[tuple[int, int, str, str]], budget: Budget,
-                      depth: int) -> list[tuple[int, int, str, str]]:
-        """`taken` with every encoded run that holds a secret masked whole (absorbing the spans inside it)."""
+                      depth: int, hexa: bool = False) -> list[tuple[int, int, str, str]]:
+        """`taken` with every encoded run (base64, or with `hexa` hex) that holds a secret masked whole,
+        absorbing the spans inside it."""
         ascii_only = len(data) == len(text)
-        for m in _B64_BLOCK.finditer(data):
+        for m in (_blocks.HEX_BLOCK if hexa else _blocks.B64_BLOCK).finditer(data):
             start, end = m.start(), m.end()
             if (start > 0 and data[start - 1] in b".=") or any(
                     s <= start and end <= e and kind != "high-entropy" for s, e, kind, _ in taken):
                 continue
             run = data[start:end]
-            if run.islower() or run.isupper() or not any(c in _DIGITS for c in run[:64]):
+            if hexa:
+                found = self._inspect_hex(run.decode("ascii"), budget, depth)
+            elif run.islower() or run.isupper() or not any(c in _blocks.DIGITS for c in run[:64]):
                 continue  # names, words and paths, not base64 (which mixes cases and has digits)
-            found = self._inspect_run(run.decode("ascii"), data[max(0, start - 300):start], budget, depth)
+            else:
+                found = self._inspect_run(run.decode("ascii"), data[max(0, start - 300):start], budget, depth)
             if found is None:
                 continue
             if not ascii_only:
@@ -193,6 +189,39 @@ class Scanner:
                 start, end = min(start, *(t[0] for t in inside)), max(end, *(t[1] for t in inside))
             taken.append((start, end, *found))
         return taken
+
+    def _with_dump(self, text: str, taken: list[tuple[int, int, str, str]], budget: Budget,
+                   depth: int) -> list[tuple[int, int, str, str]]:
+        """`taken` with every hex dump (`xxd`, `hexdump -C`) whose bytes hold a secret masked whole: its
+        ASCII column cuts a key or a header line across lines, where no pattern sees it."""
+        for m in _blocks.DUMP.finditer(text):
+            raw = bytearray()
+            for line in m.group(0).splitlines():
+                count = 0
+                for token in line.split(":", 1)[-1].split()[(0 if ":" in line else 1):]:
+                    if count >= 16 or len(token) not in (2, 4) or not _blocks.HEX_TOKEN.fullmatch(token):
+                        break
+                    raw += bytes.fromhex(token)
+                    count += len(token) // 2
+            if len(raw) < 20 or not budget.take(len(raw)):
+                continue
+            found = self._inspect(bytes(raw), budget, depth, None)
+            if found is not None and found is not _KNOWN:
+                start, end = m.span()
+                taken = [t for t in taken if not (t[0] < end and start < t[1])]
+                taken.append((start, end, *found))
+        return taken
+
+    def _inspect_hex(self, run: str, budget: Budget, depth: int) -> tuple[str, str] | None:
+        """A hex dump (`xxd -p`, `od`-free hex, a hex-encoded DER key): what its bytes hold."""
+        digits = "".join(_blocks.lines(run)).replace(" ", "")
+        raw = bytes.fromhex(digits[:len(digits) & ~1])
+        if len(raw) < 20:
+            return None
+        if not budget.take(len(raw)):
+            return "unscanned", ""
+        found = self._inspect(raw, budget, depth, None)
+        return None if found is _KNOWN else found
 
     def _inspect_run(self, run: str, before: bytes, budget: Budget, depth: int) -> tuple[str, str] | None:
         raw = _decode.b64_bytes(run)
@@ -225,7 +254,7 @@ class Scanner:
             inner = self.spans(text, budget, depth + 1)
             return (inner[0][2], inner[0][3]) if inner else _KNOWN
         known = layers > 0 or raw.startswith(FILE_MAGIC) or _decode.public_der(raw)
-        if run is not None and not known and _key_fragment(run, raw, before):
+        if run is not None and not known and _blocks.key_fragment(run, raw, before):
             return "private-key", run
         if len(raw) >= 64 and self._binary is not None:
             inner = self._binary.spans(_decode.binary_text(raw))
@@ -270,7 +299,7 @@ class Scanner:
                 continue
             if data[max(0, start - 3):start].lower() in (b"?b?", b"?q?"):
                 continue  # a MIME encoded-word (=?utf-8?b?...?=) is encoded text
-            if _in_data_block(data, start, end, end - start >= 56):
+            if _blocks.in_data_block(data, start, end, end - start >= 56):
                 continue
             secret = data[start:end].decode("ascii")
             if not ascii_only:
@@ -351,34 +380,6 @@ class Scanner:
         return self.redact(value, path)[1]
 
 
-def _key_fragment(run: str, raw: bytes, before: bytes) -> bool:
-    """Lines of a private key's base64 body, cut from its header and first line (`sed -n 5,9p id_rsa`):
-    two or more full lines of a key's width, random bytes that are no known format, and no public
-    armor (`-----BEGIN CERTIFICATE-----`, a PGP public key block) just before."""
-    if "\n" not in run and "\\" not in run:
-        return False
-    lines = [line.strip() for line in _lines(run.strip())]
-    width = len(lines[0])
-    if len(lines) < 2 or width not in _KEY_WIDTHS or any(len(line) != width for line in lines[1:-1]):
-        return False
-    if len(lines[-1]) > width:
-        return False
-    armor = before.rfind(b"-----BEGIN ")
-    return armor < 0 or b"PRIVATE" in before[armor:armor + 60]
-
-
-_ARMOR = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----[\s\S]*?(?:-----END \1-----|\Z)")
-
-
-def _outside_public_armor(text: str, taken: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str, str]]:
-    """`taken` without the entropy catch-all's hits inside a public PEM block (a certificate, a public
-    key, a PGP public key block): their bodies are random-looking and not secrets."""
-    public = [m.span() for m in _ARMOR.finditer(text) if "PRIVATE" not in m.group(1)]
-    if not public:
-        return taken
-    return [t for t in taken if t[2] != "high-entropy" or not any(s <= t[0] and t[1] <= e for s, e in public)]
-
-
 def withheld_blob(findings: Sequence[Finding]) -> str:
     """What replaces a base64 payload whose decoded content holds a secret: the base64 of a notice
     (a blob cannot be partially masked; the field stays base64, so every schema still holds)."""
@@ -390,40 +391,6 @@ def withheld_blob(findings: Sequence[Finding]) -> str:
 def _whole(masked: str) -> bool:
     body = masked.strip()
     return body.startswith("[REDACTED-") and body.endswith("]") and body.count("[") == 1
-
-
-def _in_data_block(data: bytes, start: int, end: int, full: bool = True) -> bool:
-    """A line of a multi-line base64 block (MIME bodies, embedded files), not a lone key.
-
-    `full` (a line of 56 characters or more): a base64 line next to it is enough. A shorter
-    run is the block's last line only after a base64 line of full width (a certificate's or a
-    plist's `...AAECAw==`). Key bodies are found by their content, in `Scanner._with_encoded`.
-    """
-    if not full:
-        if data[start:start + 1] == b"n" and data[start - 1:start] == b"\\":
-            start += 1  # the run began with the `n` of an escaped newline
-        head = data[max(0, start - 120):start].rstrip(b" \t\"'")
-        if not head.endswith((b"\n", b"\\n")):
-            return False
-        prev = _LAST_LINE.split(head[:-1].rstrip(b"\\\r"))[-1].strip(b" \t\"'")
-        return len(prev) >= 56 and all(c in _B64_BYTES for c in prev)
-    after = data[end:end + 80].lstrip(b" \t\"'")
-    if after.startswith((b"\n", b"\\n", b"\r\n")):
-        # past the line break, a real one or JSON's escaped `\n` (splitting on the letter n was a bug)
-        nxt = _NEXT_LINE.sub(b"", after, 1).lstrip(b" \t\"'")[:16]
-        if len(nxt) >= 16 and all(c in _B64_BYTES for c in nxt):
-            return True
-    before = data[max(0, start - 80):start].rstrip(b" \t\"'")
-    if before.endswith((b"\n", b"\\n")):
-        prev = before[:-1].rstrip(b"\\\r \t\"'")[-16:]
-        if len(prev) >= 16 and all(c in _B64_BYTES for c in prev):
-            return True
-    return False
-
-
-_LAST_LINE = re.compile(rb"\r?\n|(?:\\r)?\\n")
-_NEXT_LINE = re.compile(rb"^(?:\r?\n|(?:\\r)?\\n)")
-_B64_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 
 
 # ---------------------------------------------------------------------- exfiltration
