@@ -23,3 +23,12 @@ def write_policy(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _anchors_in_a_temporary_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The ledger's head anchors (issue 22) go to a directory of this run, not the user's ~/.local/state;
+    gateways the tests start inherit it."""
+    import os
+
+    os.environ.setdefault("MCPWALL_ANCHOR_DIR", str(tmp_path_factory.mktemp("anchors")))

@@ -302,7 +302,7 @@ def test_the_batch_insert_runs_without_the_gil(tmp_path: Path) -> None:
         built = [_event.build_row(usual(i, decision_id=None), writer._build, "h", BodyNames({}, 1)) for i in range(5000)]
         conn = writer._connection()
         assert isinstance(conn, _sqlite.BulkConnection)
-        prepared = [conn.prepare_chain(built, _writer._TABLE_INDEX, "2026-11-30T00:00:00.000000Z", _writer.orjson.dumps)]
+        prepared = [conn.prepare_chain(built, _writer._TABLE_INDEX, BodyNames({}, 1).created, _writer.orjson.dumps)]
         thread = threading.Thread(target=count, daemon=True)
         thread.start()
         time.sleep(0.05)
@@ -355,7 +355,7 @@ def test_the_checkpoint_thread_copies_the_wal_and_the_writer_lets_it_start_over(
         for b in range(40):
             built = [_event.build_row(usual(i, decision_id=None), writer._build, "h", BodyNames({}, b))
                      for i in range(b * 100, b * 100 + 100)]
-            prepared = [conn.prepare_chain(built, _writer._TABLE_INDEX, "2026-11-30T00:00:00.000000Z",
+            prepared = [conn.prepare_chain(built, _writer._TABLE_INDEX, BodyNames({}, b).created,
                                            _writer.orjson.dumps)]
             conn.write_chain(writer._key, prepared, "BEGIN IMMEDIATE", _writer._HEAD, _writer._TABLES,
                              _writer._INSERT_RULE, _writer._INSERT_BODY, _writer._UPDATE_HEAD)
@@ -381,7 +381,7 @@ def test_a_batch_written_on_its_own_thread_holds_the_connection_until_finished(t
         def prepared(start: int) -> list[Any]:
             built = [_event.build_row(usual(i, decision_id=None), writer._build, "h", BodyNames({}, start))
                      for i in range(start, start + 2000)]
-            return [conn.prepare_chain(built, _writer._TABLE_INDEX, "2026-11-30T00:00:00.000000Z",
+            return [conn.prepare_chain(built, _writer._TABLE_INDEX, BodyNames({}, start).created,
                                        _writer.orjson.dumps)]
 
         with pytest.raises(RuntimeError, match="no ledger batch"):

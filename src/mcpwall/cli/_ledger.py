@@ -346,25 +346,48 @@ def timeline(home: Path | None, ledger_url: str | None, since: str | None, until
         _follow(ledger, query, newer, emit, follow_for)
 
 
+def _expected_head(text: str | None) -> tuple[int, str] | None:
+    """`SEQ:MAC-PREFIX` -> (seq, lower-case prefix); a usage error (exit 2) otherwise."""
+    if text is None:
+        return None
+    seq_text, _, mac = text.strip().partition(":")
+    mac = mac.strip().lower()
+    if not seq_text.strip().isdigit() or not 8 <= len(mac) <= 64 or any(c not in "0123456789abcdef" for c in mac):
+        raise click.BadParameter(f"{text!r} is not SEQ:MAC (a row number, a colon, 8 to 64 hex digits of its MAC)",
+                                 param_hint="--expect-head")
+    return int(seq_text), mac
+
+
 @click.command("verify-audit")
 @ledger_options
 @click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--no-checkpoint", is_flag=True,
               help="Check the chain alone (a ledger verified from another machine has no checkpoint here).")
 @click.option("--no-bodies", is_flag=True, help="Skip re-hashing the stored bodies (faster).")
+@click.option("--expect-head", "expect_head", default=None, metavar="SEQ:MAC",
+              help="A head the gateway published (dashboard, /metrics, webhooks): fail unless the ledger "
+                   "holds that row with that MAC (prefix of 8+ hex digits). Catches a ledger rolled back "
+                   "together with its checkpoint.")
+@click.option("--anchor", "anchor_dir_opt", default=None, metavar="DIR",
+              help="The head anchors' directory (default: ledger.anchor, $MCPWALL_ANCHOR_DIR, else "
+                   "$XDG_STATE_HOME/mcpwall/anchors); checked when this ledger's anchor is there.")
+@click.option("--no-anchor", is_flag=True, help="Do not compare with the head anchor.")
 @click.option("--secret-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help=f"FILE's HMAC secret (default: ${SECRET_ENV}, else the ledger key).")
 @click.option("--secret", default=None, help="FILE's HMAC secret (mcp-seatbelt's option; visible to other "
               "users in the process list, prefer --secret-file).")
 @json_option
 def verify_audit(home: Path | None, ledger_url: str | None, file: Path | None, no_checkpoint: bool,
-                 no_bodies: bool, secret_file: Path | None, secret: str | None, as_json: bool) -> None:
+                 no_bodies: bool, expect_head: str | None, anchor_dir_opt: str | None, no_anchor: bool,
+                 secret_file: Path | None, secret: str | None, as_json: bool) -> None:
     """Check the ledger's HMAC chain, or a signed JSONL audit file (mcp-seatbelt's format).
 
     Reports the first broken link - the row (or line) number of an edited,
     deleted, inserted or reordered row, or a truncated tail (against the
-    checkpoint in <home>/run/ledger.checkpoint) - and exits 1.
+    checkpoint in <home>/run/ledger.checkpoint), or a ledger rolled back behind
+    its head anchor or --expect-head - and exits 1.
     """
+    expected = _expected_head(expect_head)
     if file is not None:
         from mcpwall.ledger import load_key, verify_jsonl
 
@@ -372,13 +395,19 @@ def verify_audit(home: Path | None, ledger_url: str | None, file: Path | None, n
         report = verify_jsonl(file, key)
         target, unit = str(file), "line"
     else:
+        from mcpwall.ledger import anchor_path
+
         with open_for_cli(home, ledger_url) as ledger:
-            report = ledger.verify(use_checkpoint=not no_checkpoint, check_bodies=not no_bodies)
+            anchor = anchor_path(ledger.ledger_id, anchor_dir_opt) if anchor_dir_opt else None
+            report = ledger.verify(use_checkpoint=not no_checkpoint, check_bodies=not no_bodies,
+                                   use_anchor=not no_anchor, anchor=anchor, expect_head=expected)
             target, unit = ledger.url, "row"
     if as_json:
         print_json({"target": target, **report.as_dict()})
     elif report.ok:
         cp = f", checkpoint at row {report.checkpoint_seq}" if report.checkpoint_seq is not None else ""
+        cp += f", anchor at row {report.anchor_seq}" if report.anchor_seq is not None else ""
+        cp += f", head {report.head}" if report.head else ""
         click.echo(f"OK: {report.rows} {unit}s verified, chain intact{cp} ({target})")
         for warning in report.warnings:
             click.echo(f"note: {warning}", err=True)

@@ -16,6 +16,7 @@ from mcpwall._native import use_compiled as _use_compiled
 
 _use_compiled(__path__, __name__)  # the GIL-free batch writer `_bulk` when built: see mcpwall._native
 
+from mcpwall.ledger._anchor import ANCHOR_ENV, LedgerRolledBack, anchor_dir, anchor_path, head_label
 from mcpwall.ledger._backend import LedgerLocation, parse_url
 from mcpwall.ledger._chain import KEY_ENV, checkpoint_path, key_path, load_key
 from mcpwall.ledger._errors import LedgerConfigError, LedgerError, LedgerUnavailable
@@ -28,6 +29,7 @@ from mcpwall.ledger._seatbelt import entry_from_row, js_stringify, signed_line, 
 from mcpwall.ledger._verify import VerifyReport
 
 __all__ = [
+    "ANCHOR_ENV",
     "CHAINED",
     "EVENT_TABLES",
     "GENESIS",
@@ -40,12 +42,16 @@ __all__ = [
     "LedgerLocation",
     "LedgerOptions",
     "LedgerQuery",
+    "LedgerRolledBack",
     "LedgerUnavailable",
     "Page",
     "RuleInfo",
     "VerifyReport",
+    "anchor_dir",
+    "anchor_path",
     "checkpoint_path",
     "entry_from_row",
+    "head_label",
     "iso",
     "js_stringify",
     "key_path",

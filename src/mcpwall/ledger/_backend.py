@@ -35,6 +35,9 @@ class Connection(Protocol):
     def begin(self) -> None:
         """Start an ordinary transaction."""
 
+    def begin_snapshot(self) -> None:
+        """Start a read transaction whose statements all see one state of the ledger."""
+
     def begin_exclusive(self) -> None:
         """Start a transaction no other process can run alongside (schema migrations)."""
 

@@ -88,6 +88,11 @@ def rule_mac(key: bytes, call_mac: str, values: Sequence[Any]) -> str:
     return hmac.digest(key, orjson.dumps(["rule", call_mac, *values]), "sha256").hex()
 
 
+def same_mac(found: str, expected: str) -> bool:
+    """`hmac.compare_digest` for a MAC read from a file or a row, which may hold any text."""
+    return found.isascii() and hmac.compare_digest(found, expected)
+
+
 def _checkpoint_check(key: bytes, ledger_id: str, seq: int, mac: str) -> str:
     return hmac.digest(key, orjson.dumps(["checkpoint", ledger_id, seq, mac]), "sha256").hex()
 
@@ -130,9 +135,9 @@ def read_checkpoint(path: Path, key: bytes, ledger_id: str) -> Checkpoint | None
         return None
     try:
         seq, mac, check = int(entry["seq"]), str(entry["mac"]), str(entry["check"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return Checkpoint(0, "", False)
-    return Checkpoint(seq, mac, hmac.compare_digest(check, _checkpoint_check(key, ledger_id, seq, mac)))
+    return Checkpoint(seq, mac, same_mac(check, _checkpoint_check(key, ledger_id, seq, mac)))
 
 
 def other_ledgers(path: Path, ledger_id: str) -> list[str]:
@@ -159,4 +164,4 @@ def write_checkpoint(path: Path, key: bytes, ledger_id: str, seq: int, mac: str)
 
 
 __all__ = ["KEY_ENV", "Checkpoint", "checkpoint_path", "event_mac", "event_mac_json", "key_path", "load_key", "other_ledgers", "read_checkpoint",
-           "rule_mac", "write_checkpoint"]
+           "rule_mac", "same_mac", "write_checkpoint"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -216,7 +217,7 @@ def _request_id(rid: Any) -> str | None:
 
 
 class BodyNames:
-    """Names the bodies of one batch: `<batch time>-<SHA-256 of the body>`.
+    """Names the bodies of one batch: `<batch time>_<SHA-256 of the body>`.
 
     The hash makes a body tamper-evident (verify recomputes it) and lets equal
     bodies share one row; the prefix, the batch's time in microseconds (hex),
@@ -226,14 +227,18 @@ class BodyNames:
     spent 202-211 us of CPU a row, now 145-158 (bench/ledger_write.py).
     `stored` maps the hashes of bodies this writer committed lately to their
     ids, so repeated bodies (the same tools/list answer) still share one row
-    across batches.
+    across batches. The body rows' `created` is the prefix's time (`created`), so the id,
+    which its event row's MAC covers, covers `created` too; the `_` after the time says so
+    (ids of ledgers written before 2026-12-01 have a `-` there, and a `created` of their own).
     """
 
-    __slots__ = ("batch", "prefix", "stored")
+    __slots__ = ("batch", "created", "prefix", "stored")
 
     def __init__(self, stored: Mapping[str, str], now_us: int) -> None:
         self.stored = stored
-        self.prefix = f"{now_us:014x}-"
+        self.prefix = f"{now_us:014x}_"
+        #: the `created` of the bodies this batch stores
+        self.created = body_created(now_us)
         #: hash -> id of the bodies first seen in this batch
         self.batch: dict[str, str] = {}
 
@@ -249,14 +254,56 @@ class BodyNames:
         return found, True
 
 
-def body_digest(body_id: str) -> tuple[str, str | None]:
-    """(SHA-256 of the whole body, SHA-256 of the stored part if it was truncated) from a body id.
+def body_created(now_us: int) -> str:
+    """The `created` of a body named at `now_us` (microseconds since the epoch), as `now_iso` writes it."""
+    seconds, micros = divmod(now_us, 1_000_000)
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(seconds))}.{micros:06d}Z"
 
-    Ids are `<time>-<sha256>`, or `<time>-<sha256>.<sha256 of what is stored>` for a
-    body cut at `maxBodyBytes`; ids written before the time prefix are the bare hash.
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) == 64 and _HEX.issuperset(text)
+
+
+@dataclass(frozen=True, slots=True)
+class BodyId:
+    """What a body's id says about it (see `parse_body_id`)."""
+
+    #: 0: the bare hash; 1: `<time>-<hash>`; 2: `<time>_<hash>`, whose `created` is that time
+    version: int
+    #: SHA-256 of the whole body
+    whole: str
+    #: SHA-256 of the stored part, when the body was cut at maxBodyBytes
+    stored: str | None = None
+    #: the batch time of the prefix (versions 1 and 2), microseconds
+    time_us: int | None = None
+    #: the whole body's length (version 2, truncated bodies only)
+    size: int | None = None
+
+
+def parse_body_id(body_id: str) -> BodyId | None:
+    """The parts of a body id, or None if it is not one the writer makes.
+
+    `<time>_<sha256>`, or `<time>_<sha256>.<sha256 of what is stored>.<size>` for a body cut at
+    `maxBodyBytes`; before 2026-12-01 `<time>-<sha256>[.<stored sha256>]`, and before 2026-11-30
+    the bare `<sha256>[.<stored sha256>]`.
     """
-    whole, _, stored = body_id.rpartition("-")[2].partition(".")
-    return whole, stored or None
+    version, time_us, rest = 0, None, body_id
+    if len(body_id) > 15 and body_id[14] in "-_" and _HEX.issuperset(body_id[:14]):
+        version, time_us, rest = (2 if body_id[14] == "_" else 1), int(body_id[:14], 16), body_id[15:]
+    parts = rest.split(".")
+    if not all(_is_sha(p) for p in parts[:2]):
+        return None
+    if len(parts) == 1:
+        return BodyId(version, parts[0], None, time_us)
+    if version < 2 and len(parts) == 2:
+        return BodyId(version, parts[0], parts[1], time_us)
+    if version == 2 and len(parts) == 3 and parts[2].isdigit() and parts[2].isascii() and len(parts[2]) <= 19 \
+            and parts[2] == str(int(parts[2])):
+        return BodyId(version, parts[0], parts[1], time_us, int(parts[2]))
+    return None
 
 
 def _body(content: bytes, limit: int, names: BodyNames, bodies: list[tuple[str, int, int, int, bytes]]) -> str:
@@ -265,7 +312,8 @@ def _body(content: bytes, limit: int, names: BodyNames, bodies: list[tuple[str, 
     truncated = len(content) > limit
     if truncated:
         content_size, content = len(content), content[:limit]
-        digest += "." + hashlib.sha256(content).hexdigest()  # the stored part is verifiable too
+        # the stored part is verifiable too, and the whole's size is covered by the id (MAC'd in its row)
+        digest += f".{hashlib.sha256(content).hexdigest()}.{content_size}"
     body_id, new = names.name(digest)
     if new:
         if truncated:
@@ -385,5 +433,5 @@ def native_build_row() -> Callable[..., BuiltRow | None] | None:
     return _NATIVE
 
 
-__all__ = ["BodyNames", "BuildOptions", "BuiltRow", "Event", "RuleInfo", "body_digest", "build_row", "build_row_python",
-           "clean", "dumps", "iso", "native_build_row"]
+__all__ = ["BodyId", "BodyNames", "BuildOptions", "BuiltRow", "Event", "RuleInfo", "body_created", "build_row",
+           "build_row_python", "clean", "dumps", "iso", "native_build_row", "parse_body_id"]

@@ -22,6 +22,7 @@ from typing import IO, Any, TypeVar
 
 import orjson
 
+from mcpwall.ledger._anchor import LedgerRolledBack, anchor_path, head_label, read_anchor
 from mcpwall.ledger._backend import Backend, Connection, open_backend, parse_url
 from mcpwall.ledger._chain import checkpoint_path, load_key, other_ledgers, write_checkpoint
 from mcpwall.ledger._errors import LedgerConfigError, LedgerError, LedgerUnavailable
@@ -70,6 +71,7 @@ class Ledger:
         self._lock = threading.RLock()
         self._writer: Writer | None = None
         self._state_cache: dict[tuple[str, str], tuple[float, str | None]] = {}
+        self._anchor_checked = False
         self.closed = False
 
     # ------------------------------------------------------------------ basics
@@ -87,6 +89,56 @@ class Ledger:
     @property
     def checkpoint_file(self) -> Path:
         return checkpoint_path(self.home)
+
+    @property
+    def anchor_file(self) -> Path | None:
+        """This ledger's head anchor, outside the home (see `_anchor.py`); None when anchors are off."""
+        return anchor_path(self.ledger_id, self.options.anchor)
+
+    def head(self) -> tuple[int, str]:
+        """The chain's head as committed: (seq, MAC)."""
+        rows = self._with_conn(lambda c: c.execute("SELECT seq, mac FROM ledger_head WHERE id = 1"))
+        return (int(rows[0][0]), str(rows[0][1])) if rows else (0, "")
+
+    def published_head(self) -> dict[str, Any]:
+        """The head as the gateway publishes it (dashboard, /metrics, webhooks): what an operator keeps
+        elsewhere and later gives `verify-audit --expect-head`. From the writer's memory, no query."""
+        w = self._writer
+        seq, mac = (w.head_seq, w.head_mac) if w is not None and w.head_seq else self.head()
+        out = {"ledger_id": self.ledger_id, "seq": seq, "mac": mac[:16], "head": head_label(seq, mac)}
+        if w is not None and w.rolled_back:
+            out["rolled_back"] = w.rolled_back
+        return out
+
+    def check_anchor(self) -> None:
+        """Refuse a ledger that is behind its head anchor, or forked from it (restored from a copy).
+
+        A writer calls this before its first write; `verify-audit` reports the same as a broken row.
+        """
+        path = self.anchor_file
+        if path is None or self._anchor_checked:
+            return
+        anchor = read_anchor(path, self.key, self.ledger_id)
+        if anchor is None or (anchor.authentic and anchor.seq == 0):
+            return
+        if not anchor.authentic:
+            raise LedgerRolledBack(f"the head anchor {path} of ledger {self.ledger_id} was altered (its MAC does not "
+                                   f"verify); run `mcpwall verify-audit` and remove the file once understood")
+        seq, mac = self.head()
+        found = None
+        if anchor.seq <= seq:
+            rows = self._with_conn(lambda c: c.execute(
+                "SELECT mac FROM tool_calls WHERE seq = ? UNION ALL SELECT mac FROM protocol_events WHERE seq = ?",
+                (anchor.seq, anchor.seq)))
+            found = str(rows[0][0]) if len(rows) == 1 else None
+        if found != anchor.mac:
+            state = (f"its head is row {head_label(seq, mac)}, behind the anchor's row {anchor.label}" if anchor.seq > seq
+                     else f"its row {anchor.seq} is not the anchor's {anchor.label}")
+            raise LedgerRolledBack(
+                f"the ledger {self.url} was ROLLED BACK: {state} ({path}). It was restored from an older copy; "
+                "refusing to write to it. Run `mcpwall verify-audit`; to accept the restored ledger on purpose, "
+                "remove the anchor file")
+        self._anchor_checked = True
 
     def __enter__(self) -> Ledger:
         return self
@@ -133,11 +185,12 @@ class Ledger:
                 WriterOptions(durability=o.durability, flush_interval=o.flush_interval_ms / 1000,
                               batch_rows=o.batch_rows, max_pending=o.max_pending),
                 BuildOptions(bodies=o.bodies, max_body_bytes=o.max_body_bytes, preview_chars=o.preview_chars),
-                replica_name(), prepare)
+                replica_name(), prepare, anchor=self.anchor_file)
         return self._writer
 
     def start(self) -> None:
         """Start the writer thread (the gateway does this; without it `flush` writes inline)."""
+        self.check_anchor()
         self.writer.start()
 
     def submit(self, event: Event, waiter: Waiter | None = None) -> bool:
@@ -153,6 +206,7 @@ class Ledger:
         """Commit everything submitted so far; False if it could not be done within `timeout`."""
         writer = self.writer
         if not writer.running:
+            self.check_anchor()
             writer.write_now()
             return writer.pending == 0
         return writer.flush(timeout)
@@ -167,7 +221,9 @@ class Ledger:
                                "bodies": self.options.bodies}
         if w is not None:
             out.update(healthy=w.healthy, last_error=w.last_error, pending=w.pending, written=w.written,
-                       batches=w.batches, dropped=w.dropped, degraded=w.degraded, head_seq=w.head_seq)
+                       batches=w.batches, dropped=w.dropped, degraded=w.degraded, head_seq=w.head_seq,
+                       head=head_label(w.head_seq, w.head_mac), rolled_back=w.rolled_back)
+        out["ledger_id"] = self.ledger_id
         return out
 
     def close(self, timeout: float = 10.0) -> None:
@@ -318,10 +374,17 @@ class Ledger:
 
     # ------------------------------------------------------------------ integrity and export
 
-    def verify(self, *, use_checkpoint: bool = True, check_bodies: bool = True) -> VerifyReport:
-        """Check the whole chain; see `_verify.py`."""
+    def verify(self, *, use_checkpoint: bool = True, check_bodies: bool = True, use_anchor: bool = True,
+               anchor: Path | None = None, expect_head: tuple[int, str] | None = None) -> VerifyReport:
+        """Check the whole chain; see `_verify.py`. The head anchor (`anchor`, else this ledger's
+        `anchor_file`) is checked when it exists; `expect_head` is a (seq, MAC prefix) the gateway published."""
         cp = self.checkpoint_file if use_checkpoint else None
-        report = self._with_conn(lambda c: verify_chain(c, self.key, self.ledger_id, cp, check_bodies=check_bodies))
+        head_anchor = (anchor or self.anchor_file) if use_anchor else None
+        report = self._with_conn(lambda c: verify_chain(c, self.key, self.ledger_id, cp, check_bodies=check_bodies,
+                                                        anchor=head_anchor, expect_head=expect_head))
+        if head_anchor is not None and report.anchor is None and report.ok:
+            report.warnings.append(f"no head anchor at {head_anchor}: a ledger restored together with its "
+                                   "checkpoint would not be detected (give --expect-head)")
         if cp is not None:
             others = other_ledgers(cp, self.ledger_id)
             if others:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from mcpwall.ledger._errors import LedgerConfigError
@@ -11,7 +12,8 @@ from mcpwall.ledger._errors import LedgerConfigError
 #: policy.yaml `ledger:` keys -> LedgerOptions fields
 _SECTION_KEYS = {"durability": "durability", "flushIntervalMs": "flush_interval_ms", "batchRows": "batch_rows",
                  "bodies": "bodies", "maxBodyBytes": "max_body_bytes", "previewChars": "preview_chars",
-                 "maxSizeMb": "max_size_mb", "strictTimeoutMs": "strict_timeout_ms", "maxPending": "max_pending"}
+                 "maxSizeMb": "max_size_mb", "strictTimeoutMs": "strict_timeout_ms", "maxPending": "max_pending",
+                 "anchor": "anchor"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class LedgerOptions:
     max_size_mb: float | None = None
     strict_timeout_ms: int = 5000
     max_pending: int = 200_000
+    #: the head anchor's directory (`_anchor.anchor_dir`); None: $MCPWALL_ANCHOR_DIR or the XDG state dir; "off"
+    anchor: str | None = None
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any] | None) -> LedgerOptions:
@@ -47,6 +51,11 @@ class LedgerOptions:
             name = _SECTION_KEYS[key]
             values[name] = _check(key, value, str(types[name]))
         options = cls(**values)
+        anchor = options.anchor
+        if anchor is not None and anchor.strip().lower() not in ("off", "none", "false", "no", "0") \
+                and not Path(anchor.strip()).expanduser().is_absolute():
+            raise LedgerConfigError(f"ledger.anchor must be an absolute directory outside the home (or off), "
+                                    f"not {anchor!r}")
         if options.durability not in ("batched", "strict"):
             raise LedgerConfigError(f"ledger.durability must be 'batched' or 'strict', not {options.durability!r}")
         return options
@@ -57,8 +66,10 @@ def _check(key: str, value: Any, type_name: str) -> Any:
         if isinstance(value, bool):
             return value
     elif "str" in type_name:
-        if isinstance(value, str):
+        if isinstance(value, str) and value.strip():
             return value
+        if value is False:
+            return "off"
     elif "float" in type_name:
         if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
             return float(value)

@@ -64,6 +64,10 @@ class PostgresConnection:
     def begin(self) -> None:
         self.execute("BEGIN")
 
+    def begin_snapshot(self) -> None:
+        """A read transaction whose statements all see one snapshot (the verifier's walk)."""
+        self.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
     def begin_exclusive(self) -> None:
         self.execute("BEGIN")
         self.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")

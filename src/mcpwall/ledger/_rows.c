@@ -294,15 +294,17 @@ static PyObject *name_body(PyObject *names, PyObject *digest) {
 
 /* _body: the body's id; the row to write joins `bodies` unless the writer already stored it. */
 static PyObject *body(PyObject *content, Py_ssize_t limit, PyObject *names, PyObject *bodies) {
-    char digest[65 + 1 + 64];
+    char digest[65 + 65 + 1 + 24];
     const char *data = PyBytes_AS_STRING(content);
     Py_ssize_t size = PyBytes_GET_SIZE(content);
     if (hex_digest(data, size, digest) < 0) return NULL;
     int truncated = size > limit;
     PyObject *stored = NULL;
     if (truncated) {
+        /* <sha256>.<sha256 of the stored part>.<size>: the id (MAC'd in its row) covers the size too */
         digest[64] = '.';
         if (hex_digest(data, limit, digest + 65) < 0) return NULL;
+        snprintf(digest + 129, sizeof digest - 129, ".%zd", size);
         stored = PyBytes_FromStringAndSize(data, limit);
         if (stored == NULL) return NULL;
     } else {

@@ -19,7 +19,7 @@ import importlib
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -45,6 +45,17 @@ _MAX_VARIABLES = 30_000
 #: rows per INSERT: larger statements save little time and their cached plans cost memory
 _MAX_ROWS = 64
 _INSERT_RE = re.compile(r"^(INSERT\s+INTO\s+\w+\s*\([^)]*\))\s*VALUES\s*(\([^)]*\))(.*)$", re.IGNORECASE | re.DOTALL)
+
+
+class BadText(bytes):
+    """A TEXT value that is not valid UTF-8, read through `lenient_text`."""
+
+
+def _lenient(raw: bytes) -> str | BadText:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return BadText(raw)
 
 
 def _split_insert(sql: str) -> tuple[str, str | None, str]:
@@ -108,6 +119,21 @@ class SqliteConnection:
 
     def begin(self) -> None:
         self.execute("BEGIN")
+
+    def begin_snapshot(self) -> None:
+        """A read transaction: every SELECT until rollback sees one state of the file (WAL)."""
+        self.execute("BEGIN")
+
+    @contextlib.contextmanager
+    def lenient_text(self) -> Iterator[None]:
+        """Reads in which a TEXT value that is not UTF-8 comes back as `BadText` instead of failing the
+        whole statement (SQLite stores whatever bytes it is given; the verifier names such a row)."""
+        old = self._conn.text_factory
+        self._conn.text_factory = _lenient
+        try:
+            yield
+        finally:
+            self._conn.text_factory = old
 
     def begin_exclusive(self) -> None:
         self.execute("BEGIN IMMEDIATE")
@@ -308,4 +334,4 @@ def _translate_code(exc: Exception) -> LedgerError:
     return LedgerError(f"SQLite: {kind}: {text}")
 
 
-__all__ = ["AUTOCHECKPOINT_BYTES", "PAGE_SIZE", "BulkConnection", "SqliteBackend", "SqliteConnection", "bulk_module"]
+__all__ = ["AUTOCHECKPOINT_BYTES", "PAGE_SIZE", "BadText", "BulkConnection", "SqliteBackend", "SqliteConnection", "bulk_module"]

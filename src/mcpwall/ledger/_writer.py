@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from mcpwall.ledger._anchor import head_label, write_anchor
 from mcpwall.ledger._backend import Backend, Connection
 from mcpwall.ledger._chain import event_mac_json, rule_mac, write_checkpoint
 from mcpwall.ledger._errors import LedgerError, LedgerUnavailable
@@ -98,6 +99,12 @@ class _Inflight:
     names: BodyNames
 
 
+def _created(names: BodyNames) -> str:
+    """The `created` of a batch's body rows: the time in their ids (see BodyNames), so the ids cover it."""
+    created: str | None = getattr(names, "created", None)
+    return created if created is not None else now_iso()
+
+
 def _settle(futures: list[asyncio.Future[None]], exc: BaseException | None) -> None:
     for fut in futures:
         if not fut.done():
@@ -112,12 +119,15 @@ class Writer:
 
     def __init__(self, backend: Backend, key: bytes, ledger_id: str, checkpoint: Path | None,
                  options: WriterOptions, build: BuildOptions, replica: str,
-                 prepare: Callable[[Connection], None] | None = None) -> None:
+                 prepare: Callable[[Connection], None] | None = None, *, anchor: Path | None = None) -> None:
         self.backend = backend
         self.options = options
         self._key = key
         self._ledger_id = ledger_id
         self._checkpoint = checkpoint
+        self._anchor = anchor
+        #: why this writer found the ledger rolled back under it (sticky: the ledger stays unhealthy)
+        self.rolled_back: str | None = None
         self._build = build
         self._replica = replica
         self._prepare = prepare
@@ -388,7 +398,8 @@ class Writer:
 
     def _commit(self, batch: list[_Item]) -> None:
         names = BodyNames(self._stored, time.time_ns() // 1000)
-        self._write_built(batch, [build_row(item.event, self._build, self._replica, names) for item in batch])
+        self._write_built(batch, [build_row(item.event, self._build, self._replica, names) for item in batch],
+                          _created(names))
         self._remember(names.batch)
 
     def _remember(self, bodies: dict[str, str]) -> None:
@@ -403,15 +414,15 @@ class Writer:
         while len(stored) > _RECENT_BODIES:
             stored.popitem(last=False)
 
-    def _write_built(self, batch: list[_Item], built: list[BuiltRow]) -> None:
+    def _write_built(self, batch: list[_Item], built: list[BuiltRow], created: str) -> None:
         """Take the chain's lock, assign seqs and MACs, insert and commit one batch, on this thread."""
         conn = self._connection()
 
         def write() -> tuple[int, str]:
             if isinstance(conn, BulkConnection):
-                prepared = [conn.prepare_chain(built, _TABLE_INDEX, now_iso(), orjson.dumps)]
+                prepared = [conn.prepare_chain(built, _TABLE_INDEX, created, orjson.dumps)]
                 return conn.write_chain(self._key, prepared, *_CHAIN_SQL)
-            return self._write_python(conn, built)
+            return self._write_python(conn, built, created)
 
         seq, mac = self._or_roll_back(conn, write)
         self._committed(batch, seq, mac)
@@ -419,6 +430,12 @@ class Writer:
         self._finish(batch, None)
 
     def _committed(self, batch: list[_Item], seq: int, mac: str) -> None:
+        if seq - len(batch) < self.head_seq and self.rolled_back is None:
+            # Another writer only ever moves the head forward: a batch that starts before this writer's
+            # last commit was chained onto an older copy of the ledger, put back while we ran.
+            self._rolled_back(f"the ledger was ROLLED BACK while the gateway ran: this writer committed row "
+                              f"{head_label(self.head_seq, self.head_mac)}, then found the head at row "
+                              f"{seq - len(batch)} (restored from an older copy)")
         self.head_seq = seq
         self.head_mac = mac
         self.written += len(batch)
@@ -431,15 +448,32 @@ class Writer:
                 write_checkpoint(self._checkpoint, self._key, self._ledger_id, self.head_seq, self.head_mac)
             except OSError as exc:
                 self._complain(f"cannot write the ledger checkpoint {self._checkpoint}: {exc}")
+        if self._anchor is not None and self.head_seq and self.rolled_back is None:
+            try:
+                write_anchor(self._anchor, self._key, self._ledger_id, self.head_seq, self.head_mac)
+            except OSError as exc:
+                self._complain(f"cannot write the ledger's head anchor {self._anchor}: {exc}")
 
-    def _write_python(self, conn: Connection, built: list[BuiltRow]) -> tuple[int, str]:
+    def _rolled_back(self, reason: str) -> None:
+        """Fail closed for good: enforce mode refuses routed calls until a person looks (see Ledger.check_anchor)."""
+        log.critical("%s; calls are refused in enforce mode from now on. Run `mcpwall verify-audit`.", reason)
+        self.rolled_back = reason
+        self.healthy = False
+        self.last_error = reason
+        self.unhealthy_since = time.monotonic()
+        # ...and the chain itself says so, in the row after the batch that found it.
+        with self._cond:
+            self._submitted += 1
+        self._queue.append(_Item(Event(method="mcpwall/ledger-rolled-back", decision="error", outcome="rolled_back",
+                                       ts=time.time(), notes={"rolled_back": reason})))
+
+    def _write_python(self, conn: Connection, built: list[BuiltRow], created: str) -> tuple[int, str]:
         conn.begin_write()
         head = conn.execute(_HEAD)
         seq, prev = int(head[0][0]), str(head[0][1])
         rows: dict[str, list[tuple[Any, ...]]] = {"tool_calls": [], "protocol_events": []}
         rules: list[tuple[Any, ...]] = []
         bodies: dict[str, tuple[Any, ...]] = {}
-        created = now_iso()
         for row in built:
             seq += 1
             mac = event_mac_json(self._key, row.table, seq, prev, row.values_json)
@@ -467,7 +501,7 @@ class Writer:
         """Build a batch's rows and take each few hundred of them into C while they are still in the
         CPU's cache, on this thread (which holds the GIL anyway): the C thread that commits them then
         never needs it, and the rows themselves can go at once (the prepared chunks hold their values)."""
-        created = now_iso()
+        created = _created(names)
         return [conn.prepare_chain([build_row(item.event, self._build, self._replica, names)
                                     for item in batch[start:start + _CHUNK]], _TABLE_INDEX, created, orjson.dumps)
                 for start in range(0, len(batch), _CHUNK)]
@@ -497,7 +531,7 @@ class Writer:
             self._backoff = min(2.0, self._backoff * 2)
             self._complain(f"ledger still unavailable ({reason}); {len(self._queue)} rows waiting")
         self.healthy = False
-        self.last_error = reason
+        self.last_error = reason if self.rolled_back is None else self.rolled_back
         # Strict callers must not wait for a database that is down: tell them now (the rows stay queued).
         waiters = [item for item in batch if item.waiter is not None]
         if waiters:
@@ -506,6 +540,8 @@ class Writer:
                 item.waiter = None
 
     def _recovered(self) -> None:
+        if self.rolled_back is not None:
+            return
         if not self.healthy:
             down = time.monotonic() - (self.unhealthy_since or time.monotonic())
             log.warning("ledger available again after %.1f s (%s)", down, self.backend.describe())
