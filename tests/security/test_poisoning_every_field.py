@@ -210,3 +210,23 @@ def test_inspect_on_a_deep_schema_it_can_parse_reports_it_unscannable(tmp_path: 
     code, findings = _inspect(tmp_path, {"tools": [{"name": "deep", "inputSchema": _nested(300, {"type": "string"})}]})
     assert code == 1
     assert [(f["kind"], f["severity"]) for f in findings] == [("unscannable_definition", "high")]
+
+
+def test_inspect_on_a_live_server_reads_what_it_sent_not_what_the_sdk_models_keep(tmp_path: Path) -> None:
+    import sys
+
+    text = TEXTS["important-block"][0]
+    fields = ["top-level x-key value", "annotations.other", "_meta key", "property name"]
+    tools = [poisoned_tool(field, text, name=f"tool{i}") for i, field in enumerate(fields)]
+    listing = {"tools": [base_tool(), *tools], "prompts": [poisoned_prompt("argument description", text)],
+               "resources": [poisoned_resource("mimeType", text)]}
+    listed = tmp_path / "listed.json"
+    listed.write_text(json.dumps(listing))
+    server = Path(__file__).resolve().parent / "servers" / "listed.py"
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"p": {"command": sys.executable, "args": [str(server), str(listed)]}}}))
+    result = CliRunner().invoke(cli, ["inspect", "--server", "p", "--servers", str(servers), "--home",
+                                      str(tmp_path / "h"), "--json"])
+    assert result.exit_code == 1, result.output
+    flagged = {f["tool"] for f in json.loads(result.output)["findings"] if f["kind"] == "hidden_instructions"}
+    assert flagged == {"tool0", "tool1", "tool2", "tool3", "summarise", "demo://doc/1"}

@@ -122,6 +122,19 @@ async def test_a_new_tool_on_a_pinned_server_is_pending_and_warned_not_pinned_si
         assert _pin(served, "--list").exit_code == 0
 
 
+async def test_a_rename_whose_new_name_hides_a_zero_width_character_is_still_held(tmp_path: Path) -> None:
+    # with the poisoning scan on, one zero-width character is a medium finding (a warning) and is
+    # stripped from the listed name: the pin stage must still know the stripped name for pending
+    servers, listed = _servers(tmp_path, HONEST)
+    async with serve_gateway(tmp_path, servers) as served, mcp_client(served.url) as client:
+        assert "weather__get_forecast" in await tool_names(client)
+        book = PinBook(served.gateway.state)
+        await _relist(client, listed, [_tool("forecast_look\u200bup", DESC + "!"), HONEST[1]])
+        await wait_for(lambda: _pending(book, "forecast_look\u200bup") is not None)
+        names = await tool_names(client)
+        assert not {n for n in names if n.startswith("weather__forecast")}, names
+
+
 async def test_with_on_new_block_a_new_tool_on_a_pinned_server_is_hidden_and_refused(tmp_path: Path) -> None:
     servers, listed = _servers(tmp_path, HONEST)
     policy = PINS_ONLY + "  pins: {onNew: block}\n"

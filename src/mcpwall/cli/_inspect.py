@@ -59,7 +59,8 @@ def configured_servers(home: Path | None, policy: Path | None, servers_files: tu
 
 
 async def _fetch(name: str, spec: ServerSpec, timeout: float) -> dict[str, list[dict[str, Any]]]:
-    """tools/list (every page) and prompts/list of one live server, through the official client."""
+    """tools/list, prompts/list, resources/list and resources/templates/list (every page) of one
+    live server, through the official client."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -83,20 +84,7 @@ async def _fetch(name: str, spec: ServerSpec, timeout: float) -> dict[str, list[
                                                    cwd=spec.cwd)
                     transport = stdio_client(params, errlog=errlog)
                 async with Client(transport, mode="legacy") as client:
-                    out: dict[str, list[dict[str, Any]]] = {"tools": [], "prompts": []}
-                    cursor: str | None = None
-                    for _ in range(100):
-                        page = await client.list_tools(cursor=cursor)
-                        out["tools"] += [t.model_dump(mode="json", by_alias=True, exclude_none=True)
-                                         for t in page.tools]
-                        cursor = page.next_cursor
-                        if not cursor:
-                            break
-                    if client.server_capabilities.prompts is not None:
-                        prompts = await client.list_prompts()
-                        out["prompts"] = [p.model_dump(mode="json", by_alias=True, exclude_none=True)
-                                          for p in prompts.prompts]
-                    return out
+                    return await _lists(client)
         except TimeoutError as exc:
             raise MCPWallError(f"server {name!r}: no answer within {timeout:g}s") from exc
         except Exception as exc:
@@ -106,6 +94,37 @@ async def _fetch(name: str, spec: ServerSpec, timeout: float) -> dict[str, list[
             tail = errlog.read()[-500:].strip()
             raise MCPWallError(f"server {name!r}: cannot list its tools: {exc.__class__.__name__}: {exc}"
                                + (f"\n{tail}" if tail else "")) from exc
+
+
+#: (list method, request type, result key, server capability) of what a server shows the model
+_LISTS = (("tools/list", "ListToolsRequest", "tools", "tools"),
+          ("prompts/list", "ListPromptsRequest", "prompts", "prompts"),
+          ("resources/list", "ListResourcesRequest", "resources", "resources"),
+          ("resources/templates/list", "ListResourceTemplatesRequest", "resourceTemplates", "resources"))
+
+
+async def _lists(client: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every page of each list the server offers, as the server sent it: the raw JSON, not the
+    SDK's models, which drop the fields they do not know (a top-level `x-*` key, an annotation's
+    extra key) that a client passing definitions on whole would still show the model."""
+    from mcp import types
+    from pydantic import TypeAdapter
+
+    raw = TypeAdapter(dict[str, Any])
+    out: dict[str, list[dict[str, Any]]] = {}
+    for _method, request, key, capability in _LISTS:
+        out[key] = []
+        if key != "tools" and getattr(client.server_capabilities, capability, None) is None:
+            continue
+        cursor: str | None = None
+        for _ in range(100):
+            page = await client.session.send_request(
+                getattr(types, request)(params=types.PaginatedRequestParams(cursor=cursor)), raw)
+            out[key] += [item for item in page.get(key) or [] if isinstance(item, dict)]
+            cursor = page.get("nextCursor") if isinstance(page.get("nextCursor"), str) else None
+            if not cursor:
+                break
+    return out
 
 
 def scan_servers(servers: Mapping[str, ServerSpec], timeout: float) -> tuple[list[Finding], dict[str, str], int]:
@@ -131,8 +150,9 @@ def scan_servers(servers: Mapping[str, ServerSpec], timeout: float) -> tuple[lis
         if server not in listed:
             continue
         findings += scan_tools(listed[server]["tools"], server=server, others=names)
-        for prompt in listed[server]["prompts"]:
-            findings += scan_prompt(prompt, server=server)
+        for key in ("prompts", "resources", "resourceTemplates"):
+            for item in listed[server].get(key, []):
+                findings += scan_prompt(item, server=server)
     return findings, errors, sum(len(v) for v in names.values())
 
 

@@ -286,9 +286,9 @@ def scan_prompt(prompt: Mapping[str, Any], *, server: str = "", label: str | Non
                 max_description: int = DEFAULT_MAX_DESCRIPTION) -> list[Finding]:
     """A prompts/list entry (or a resource, resource template, or a server's instructions): every
     key and string of it, its arguments' names and descriptions included, read as a tool's are.
-    `label` names it in findings (default: its name, URI or URI template)."""
+    `label` names it in findings (default: its URI, URI template or name)."""
     if label is None:
-        label = next((str(v) for k in ("name", "uri", "uriTemplate") if isinstance(v := prompt.get(k), str)), "")
+        label = next((str(v) for k in ("uri", "uriTemplate", "name") if isinstance(v := prompt.get(k), str)), "")
     return _scan_definition(prompt, label, server=server, index=_NO_PEERS, max_description=max_description,
                             harvest=False)
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from mcpwall.errors import ConfigError
 from mcpwall.protocol import ErrorCode, Message
+from mcpwall.security._poisoning_chars import clean
 from mcpwall.security._poisoning_pins import KINDS, PinBook, PinChange, pin_key
 from mcpwall.stages._base import Reject, RequestContext, Stage
 
@@ -208,6 +209,9 @@ class PinStage(Stage):
         waiting = {k: r for k, r in self.book.all().items() if r.get("pending") or r.get("hash") is None}
         if waiting:
             hidden = [k for k, r in waiting.items() if self.blocks(_change(r))]
+            # the list filter sees names after the poisoning stage stripped invisible characters
+            hidden += [pin_key(str(r.get("server")), str(r.get("kind")), cleaned) for k, r in waiting.items()
+                       if k in hidden and isinstance(r.get("name"), str) and (cleaned := clean(r["name"])) != r["name"]]
             ctx.notes["pins"] = {"pending": list(waiting), "hidden": hidden, "blocked": bool(hidden)}
         return response
 
