@@ -256,6 +256,18 @@ def test_a_hex_dump_of_a_secret_file_is_masked(style: str) -> None:
         assert data[16:32].hex() not in text.replace(" ", "").replace("\n", "")
 
 
+def test_base32_and_fully_percent_escaped_files_are_masked() -> None:
+    b32 = base64.b32encode(ENV).decode()
+    escaped = "".join(f"%{b:02X}" for b in ENV)
+    for text in (b32, "\n".join(b32[i:i + 76] for i in range(0, len(b32), 76)), escaped, f"url={escaped}&x=1"):
+        out, found = SCANNER.redact_text(text)
+        assert found, text[:40]
+        assert AWS_ID not in out
+        assert escaped[:60] not in out
+    for benign in ("THISISACONSTANTNAMEWITHOUTUNDERSCORESATALL", "q=%E4%BD%A0%E5%A5%BD%E4%B8%96%E7%95%8C%E4%BD%A0"):
+        assert SCANNER.spans(benign) == []
+
+
 def test_hex_digests_and_commit_ids_are_not_decoded_into_findings() -> None:
     text = ("commit 3f2a9c1d4e5b6a7980c1d2e3f4a5b6c7d8e9f0a1\n"
             "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  file.tar\n")

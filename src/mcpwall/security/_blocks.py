@@ -26,6 +26,11 @@ DUMP = re.compile(r"(?m)(?:^[0-9a-f]{6,8}:? +[0-9a-f]{2,4} [0-9a-f]{2,4} .*(?:\n
 HEX_TOKEN = re.compile(r"[0-9a-f]+")
 #: hex digits in lines (`xxd -p` wraps at 60): a SHA-1 is 40 of them, and decodes to no text
 HEX_BLOCK = re2.compile(rb"[0-9a-fA-F]{40,}(?:(?:\r?\n|(?:\\r)?\\n)[0-9a-fA-F]{2,})*")
+#: a whole base64 run that is base32 (`base32` output: capitals and 2-7, wrapped at 76)
+B32_BLOCK = re2.compile(rb"[A-Z2-7]+(?:(?:\r?\n|(?:\\r)?\\n)[A-Z2-7]+)*=*")
+#: eight percent-escapes in a row (every byte escaped, `%41%4B%49%41...`), and the run around them
+PERCENT_PREFILTER = r"(?:%[0-9A-Fa-f]{2}){8}"
+PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~+-])*(?:%[0-9A-Fa-f]{2}){8}(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~+-])*")
 #: the line widths of PEM (64) and OpenSSH (70) key bodies; MIME and `base64` wrap at 76
 _KEY_WIDTHS = (64, 70)
 
@@ -97,5 +102,6 @@ _NEXT_LINE = re.compile(rb"^(?:\r?\n|(?:\\r)?\\n)")
 _B64_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 
 
-__all__ = ["B64_BLOCK", "DIGITS", "DUMP", "DUMP_PREFILTER", "ENCODED_PREFILTER", "HEX_BLOCK", "HEX_PREFILTER",
-           "HEX_TOKEN", "in_data_block", "key_fragment", "lines", "outside_public_armor"]
+__all__ = ["B32_BLOCK", "B64_BLOCK", "DIGITS", "DUMP", "DUMP_PREFILTER", "ENCODED_PREFILTER", "HEX_BLOCK",
+           "HEX_PREFILTER", "HEX_TOKEN", "PERCENT_PREFILTER", "PERCENT_RUN", "in_data_block", "key_fragment", "lines",
+           "outside_public_armor"]

@@ -16,6 +16,7 @@ key, so the table in memory cannot be brute-forced offline.
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import hashlib
 import json
@@ -25,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import re2
 
@@ -83,7 +85,7 @@ class Scanner:
             rs.Add(p.prefilter)
         #: the set entry that says where encoded content may be (-1: decoding is off); its own entry
         #: only when the entropy catch-all (whose prefilter it shares) is disabled
-        self._encoded_index = self._hex_index = self._dump_index = -1
+        self._encoded_index = self._hex_index = self._dump_index = self._percent_index = -1
         self._encoded_own = False
         #: scans the text inside binary content: without the catch-alls, which random bytes trip
         self._binary: Scanner | None = None
@@ -93,6 +95,7 @@ class Scanner:
             self._encoded_index = shared[0] if shared else rs.Add(_blocks.ENCODED_PREFILTER)
             self._hex_index = rs.Add(_blocks.HEX_PREFILTER)
             self._dump_index = rs.Add(_blocks.DUMP_PREFILTER)
+            self._percent_index = rs.Add(_blocks.PERCENT_PREFILTER)
             self._binary = Scanner([p for p in self.patterns if p.type not in ("high-entropy", "credit-card")],
                                    decode=False)
         rs.Compile()
@@ -129,8 +132,8 @@ class Scanner:
             return []
         taken: list[tuple[int, int, str, str]] = []
         for index in sorted(hits):
-            if (index == self._encoded_index and self._encoded_own) or index in (self._hex_index,
-                                                                                    self._dump_index):
+            if (index == self._encoded_index and self._encoded_own) or index in (
+                    self._hex_index, self._dump_index, self._percent_index):
                 continue
             pattern = self.patterns[index]
             finder = self._finders.get(index)
@@ -152,6 +155,8 @@ class Scanner:
             taken = self._with_encoded(text, data, taken, budget or Budget(self.max_decoded), depth, hexa=True)
         if self._dump_index in hits:
             taken = self._with_dump(text, taken, budget or Budget(self.max_decoded), depth)
+        if self._percent_index in hits:
+            taken = self._with_percent(text, taken, budget or Budget(self.max_decoded), depth)
         taken.sort()
         return taken
 
@@ -170,6 +175,8 @@ class Scanner:
             run = data[start:end]
             if hexa:
                 found = self._inspect_hex(run.decode("ascii"), budget, depth)
+            elif run.isupper() and _blocks.B32_BLOCK.fullmatch(run):
+                found = self._inspect_b32(run.decode("ascii"), budget, depth)
             elif run.islower() or run.isupper() or not any(c in _blocks.DIGITS for c in run[:64]):
                 continue  # names, words and paths, not base64 (which mixes cases and has digits)
             else:
@@ -212,16 +219,40 @@ class Scanner:
                 taken.append((start, end, *found))
         return taken
 
-    def _inspect_hex(self, run: str, budget: Budget, depth: int) -> tuple[str, str] | None:
-        """A hex dump (`xxd -p`, `od`-free hex, a hex-encoded DER key): what its bytes hold."""
-        digits = "".join(_blocks.lines(run)).replace(" ", "")
-        raw = bytes.fromhex(digits[:len(digits) & ~1])
-        if len(raw) < 20:
+    def _inspect_b32(self, run: str, budget: Budget, depth: int) -> tuple[str, str] | None:
+        """A base32 run (`base32 .env`): what its bytes hold."""
+        body = "".join(_blocks.lines(run)).replace(" ", "").rstrip("=")
+        try:
+            raw = base64.b32decode(body + "=" * (-len(body) % 8))
+        except (binascii.Error, ValueError):
+            return None
+        return self._inspect_bytes(raw, budget, depth)
+
+    def _with_percent(self, text: str, taken: list[tuple[int, int, str, str]], budget: Budget,
+                      depth: int) -> list[tuple[int, int, str, str]]:
+        """`taken` with every run of percent-escapes (`%41%4B%49%41...`) that holds a secret masked whole."""
+        for m in _blocks.PERCENT_RUN.finditer(text):
+            decoded = unquote_to_bytes(m.group(0))
+            found = self._inspect_bytes(decoded, budget, depth)
+            if found is not None:
+                start, end = m.span()
+                taken = [t for t in taken if not (t[0] < end and start < t[1])]
+                taken.append((start, end, *found))
+        return taken
+
+    def _inspect_bytes(self, raw: bytes, budget: Budget, depth: int) -> tuple[str, str] | None:
+        if len(raw) < 12:
             return None
         if not budget.take(len(raw)):
             return "unscanned", ""
         found = self._inspect(raw, budget, depth, None)
         return None if found is _KNOWN else found
+
+    def _inspect_hex(self, run: str, budget: Budget, depth: int) -> tuple[str, str] | None:
+        """A hex dump (`xxd -p`, `od`-free hex, a hex-encoded DER key): what its bytes hold."""
+        digits = "".join(_blocks.lines(run)).replace(" ", "")
+        raw = bytes.fromhex(digits[:len(digits) & ~1])
+        return self._inspect_bytes(raw, budget, depth) if len(raw) >= 20 else None
 
     def _inspect_run(self, run: str, before: bytes, budget: Budget, depth: int) -> tuple[str, str] | None:
         raw = _decode.b64_bytes(run)
