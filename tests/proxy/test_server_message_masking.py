@@ -367,12 +367,16 @@ async def _ledger_rows(db: Path, method: str) -> list[tuple[Any, ...]]:
 @pytest.mark.parametrize("frontend", FRONTENDS)
 async def test_a_clients_roots_capability_is_not_declared_to_the_server(
         frontend: str, gw: GatewayProcess, stdio_wires: dict[str, StdioWire]) -> None:
-    """Issue 22, class 2: the client declared roots; the gateway's own handshake with the server,
-    which has no configured roots, declares none."""
+    """Issue 22, class 2: the client declared roots, in initialize and (as the stateless revision
+    does) in the call's `_meta`; the server, which has no configured roots, is told of none."""
+    caps = "io.modelcontextprotocol/clientCapabilities"
     async with connect(frontend, gw, stdio_wires) as wire:
-        answer = await wire.request("tools/call", {"name": tool(frontend, "caps"), "arguments": {}})
+        answer = await wire.request("tools/call", {"name": tool(frontend, "caps"), "arguments": {},
+                                                   "_meta": {caps: {"roots": {"listChanged": True}}, "other": 1}})
         declared = json.loads(answer["result"]["content"][0]["text"])
-        assert "roots" not in declared, declared
+        assert "roots" not in declared["initialize"], declared
+        assert "roots" not in declared["meta"][caps], declared
+        assert declared["meta"]["other"] == 1
 
 
 async def test_server_everythings_resource_update_reaches_its_subscriber_masked(tmp_path: Path) -> None:

@@ -48,8 +48,8 @@ from mcpwall.proxy._aggregate import collisions, qualify, resource_owner, split
 from mcpwall.proxy._budget import MinuteBudget
 from mcpwall.proxy._pipeline import Pipeline
 from mcpwall.proxy._policystore import PolicyStore
-from mcpwall.proxy._server_messages import CLIENT_NOTIFICATIONS, ServerMessages
-from mcpwall.proxy._session import Inflight, ServerRequest, Session, keep_capabilities
+from mcpwall.proxy._server_messages import CLIENT_CAPABILITIES_META, CLIENT_NOTIFICATIONS, ServerMessages
+from mcpwall.proxy._session import Inflight, ServerRequest, Session
 from mcpwall.proxy._upstream import Pending, UpstreamError, UpstreamServer
 from mcpwall.stages import RequestContext, Stage
 from mcpwall.state import MemoryStateStore, StateStore
@@ -456,6 +456,9 @@ class Gateway:
                 ref = params.get("ref")
                 if isinstance(ref, dict) and ref.get("type") == "ref/prompt":
                     params = {**params, "ref": {**ref, "name": ctx.target}}
+        meta = params.get("_meta")
+        if meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
+            params = self.messages.own_capabilities(upstream.name, params)
         inflight = ctx.session.inflight.get(ctx.id)
         try:
             response = await upstream.request(ctx.method, params, timeout=timeout, session_id=ctx.session.id,
@@ -726,7 +729,7 @@ async def _initialize(gw: Gateway, ctx: RequestContext) -> Message:
     session.client_name = str(info.get("name", ""))[:200]
     session.client_version = str(info.get("version", ""))[:100]
     caps = params.get("capabilities")
-    session.capabilities = keep_capabilities(caps)  # only what the gateway reads, bounded (issue 22)
+    session.capabilities = caps if isinstance(caps, dict) else {}
     asked = params.get("protocolVersion")
     version = asked if asked in SUPPORTED_VERSIONS else LATEST_VERSION
     session.protocol_version = version

@@ -21,7 +21,8 @@ it to a client, and records each answer in the ledger (`protocol_events`,
 method `roots/list`). A client's `notifications/roots/list_changed` is dropped
 and recorded: nothing a client says changes a server's roots. A client's
 `roots` capability is never declared upstream either (the gateway's own
-`initialize` declares roots only for a server with configured roots).
+`initialize`, and the capabilities a stateless-era request carries in its
+`_meta`, declare roots only for a server with configured roots).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ ROWS_PER_MINUTE = 60
 #: and a task's status. Others (roots/list_changed, anything unknown) would let one client reconfigure
 #: the server for every session.
 CLIENT_NOTIFICATIONS = frozenset({"notifications/progress", "notifications/tasks/status"})
+#: Where a request of the stateless revision (2026-07-28) carries its client's capabilities.
+CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 _DROPPED = ("a server's roots come from the gateway's configuration (the server's `roots`), "
             "never from a client; the client's roots/list_changed was not forwarded")
 
@@ -152,6 +155,13 @@ class ServerMessages:
 
     # ------------------------------------------------------------------ roots
 
+    def own_capabilities(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A client's request to `server` whose `_meta` declares the client's capabilities (as the
+        stateless revision does on every request), with the gateway's declaration instead: the server's
+        client is the gateway, and a client's `roots` (or sampling) must not reach it this way either."""
+        meta = params["_meta"]
+        return {**params, "_meta": {**meta, CLIENT_CAPABILITIES_META: self.gateway.upstream_capabilities(server)}}
+
     async def answer_roots(self, upstream: UpstreamServer, msg: Message, pending: Pending | None) -> None:
         """A server asked `roots/list`: answered with its configured roots, and recorded."""
         uris = self.roots.get(upstream.name, [])
@@ -199,4 +209,4 @@ class ServerMessages:
         return False
 
 
-__all__ = ["CLIENT_NOTIFICATIONS", "ServerMessages", "root_uris"]
+__all__ = ["CLIENT_CAPABILITIES_META", "CLIENT_NOTIFICATIONS", "ServerMessages", "root_uris"]

@@ -17,7 +17,7 @@ flight:
 and then answers the call with "done" (for `roots`: with the answer, as JSON). Tool `plain`
 answers with SECRET in a top-level member beside `result`; tool `fails` answers with an error
 whose message holds SECRET; tool `bare` answers with neither result nor error, only SECRET in a
-member of its own; tool `caps` answers with the capabilities its client (the gateway) declared. Method `custom/echo` (a method only a single-server session forwards)
+member of its own; tool `caps` answers with the capabilities its client (the gateway) declared, and the call's `_meta`. Method `custom/echo` (a method only a single-server session forwards)
 answers with SECRET.
 """
 
@@ -159,7 +159,7 @@ def main() -> None:
         elif method == "tools/call" and params.get("name") == "bare":
             send({"jsonrpc": "2.0", "id": rid, "debug": f"the key is {SECRET}"})
         elif method == "tools/call" and params.get("name") == "caps":
-            answer(rid, json.dumps(CLIENT_CAPABILITIES))
+            answer(rid, json.dumps({"initialize": CLIENT_CAPABILITIES, "meta": params.get("_meta") or {}}))
         elif method == "tools/call" and params.get("name") == "fails":
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": f"bad key {SECRET}",
                                                          "data": {"key": SECRET}}})
