@@ -49,7 +49,7 @@ from mcpwall.proxy._budget import MinuteBudget
 from mcpwall.proxy._pipeline import Pipeline
 from mcpwall.proxy._policystore import PolicyStore
 from mcpwall.proxy._server_messages import CLIENT_CAPABILITIES_META, CLIENT_NOTIFICATIONS, ServerMessages
-from mcpwall.proxy._session import Inflight, ServerRequest, Session
+from mcpwall.proxy._session import Inflight, ServerRequest, Session, keep_capabilities
 from mcpwall.proxy._upstream import Pending, UpstreamError, UpstreamServer
 from mcpwall.stages import RequestContext, Stage
 from mcpwall.state import MemoryStateStore, StateStore
@@ -729,7 +729,7 @@ async def _initialize(gw: Gateway, ctx: RequestContext) -> Message:
     session.client_name = str(info.get("name", ""))[:200]
     session.client_version = str(info.get("version", ""))[:100]
     caps = params.get("capabilities")
-    session.capabilities = caps if isinstance(caps, dict) else {}
+    session.capabilities = keep_capabilities(caps)  # only what the gateway reads, bounded (issue 22)
     asked = params.get("protocolVersion")
     version = asked if asked in SUPPORTED_VERSIONS else LATEST_VERSION
     session.protocol_version = version
