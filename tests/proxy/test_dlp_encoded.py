@@ -42,7 +42,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from tests.proxy.harness import EVERYTHING, PERMISSIVE, GatewayProcess, filesystem, http_client
-from tests.security.test_dlp_encoded import AWS_ID, AWS_SECRET, ENV, TINY_PNG, certificate
+from tests.security.test_dlp_encoded import AWS_ID, AWS_SECRET, ENV, TINY_PNG, _hexdump, certificate
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -110,6 +110,9 @@ class Workspace:
             "ed_tail.txt": ("\n".join(ed_pem.decode().splitlines()[1:-1]).encode(), self.ed_lines[1:]),
             "id_rsa.png": (rsa_pem, self.rsa_lines),  # the image path: `data`, not `blob`
             "env.mp3": (ENV, env_secrets),  # and the audio one
+            "env.xxd": (_hexdump(ENV, "xxd").encode(), env_secrets),
+            "id_rsa.hexdump": (_hexdump(rsa_pem, "hexdump").encode(), [rsa_pem[32:40].hex(" "), rsa_pem[40:48].hex(" ")]),
+            "env.b32": (base64.b32encode(ENV), env_secrets),
         }
         cert_pem, cert_der, public = certificate()
         self.benign: dict[str, bytes] = {
@@ -214,7 +217,7 @@ async def test_no_secret_file_reaches_the_client_through_read_media_file(gw: Gat
 
 async def test_no_secret_file_reaches_the_client_through_read_text_file(gw: GatewayProcess, ws: Workspace) -> None:
     texts = ["id_rsa", "id_ed25519", ".env", "env.b64", "env.gz.b64", "key_tail.txt", "key_body.txt",
-             "key_middle.txt", "ed_tail.txt"]
+             "key_middle.txt", "ed_tail.txt", "env.xxd", "id_rsa.hexdump", "env.b32"]
     async with http_client(f"{gw.url}/mcp", gw.token) as c:
         for name in texts:
             result = await c.call_tool("fs__read_text_file", {"path": str(ws.root / name)})
