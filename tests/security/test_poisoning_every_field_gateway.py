@@ -107,3 +107,36 @@ async def test_every_poisoned_field_is_hidden_and_refused_with_the_descriptions_
             else:
                 wrong.append(f"{kind} {field} / {text_name}: allowed")
         assert wrong == []
+
+
+async def test_the_stdio_frontend_hides_and_refuses_the_same_definitions(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    from tests.proxy.harness import MCPWALL
+
+    text_names = ["important-block", "tag-characters", "spelt-identifier"]
+    fields = ["property name", "x-* value", "type value", "_meta key", "annotations.other", "top-level x-key value",
+              "outputSchema property name", "icons text"]
+    tools = [base_tool("honest_count")]
+    expected: dict[str, set[tuple[str, str]]] = {}
+    for t, text_name in enumerate(text_names):
+        for f, field in enumerate(fields):
+            name = f"tool{t:02d}{f:02d}"
+            tools.append(poisoned_tool(field, TEXTS[text_name][0], name=name))
+            expected[name] = TEXTS[text_name][1]
+    listed = tmp_path / "listed.json"
+    listed.write_text(json.dumps({"tools": tools}))
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    args = ["wrap", "--name", "p", "--home", str(tmp_path), "--", sys.executable, str(SERVER), str(listed)]
+    async with Client(StdioServerParameters(command=MCPWALL, args=args)) as client:
+        assert {t.name for t in (await client.list_tools()).tools} == {"honest_count"}
+        wrong = []
+        for name, kinds in expected.items():
+            try:
+                await client.call_tool(name, {"text": "a b"})
+            except MCPError as exc:
+                if exc.error.code != -32001 or _kinds(exc.error) != kinds:
+                    wrong.append(f"{name}: {exc.error.code} {_kinds(exc.error)}")
+            else:
+                wrong.append(f"{name}: allowed")
+        assert wrong == []
