@@ -17,6 +17,7 @@ resource whose URI carries the secret.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -37,6 +38,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 SECRET = "AKIAQX4BZ7WD3K5N2HPL"
 MASK = "[REDACTED-aws-access-key]"
+#: SECRET as the `encoded` kind sends it: a credentials file, base64-encoded
+ENCODED = base64.b64encode(f"aws_access_key_id = {SECRET}\n".encode()).decode()
 CHATTY = script_server("chatty", SECRET)
 FRONTENDS = ["mcp", "mcp_server", "stdio", "wrap"]
 #: tools/call emit kinds -> the message the client must receive
@@ -54,6 +57,7 @@ NOTIFICATIONS = {
     "elicitation": "elicitation/create",
     "custom_request": "x/ask",
     "custom_notification": "notifications/x/said",
+    "encoded": "notifications/message",
 }
 #: requests whose answers come from the server: (method, params, frontends where it is the server's)
 ANSWERS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
@@ -301,11 +305,12 @@ async def test_each_kind_of_server_message_reaches_the_client_masked(
         got = [m for m in seen if m.get("method") == expected]
         assert got, f"{expected} never reached the client: {seen}"
         assert SECRET not in text(seen)
+        assert ENCODED not in text(seen)
         if kind.endswith("list_changed"):
             assert all("params" not in m for m in got), got  # the gateway's own notice; the server's words dropped
         elif kind == "cancelled":
             assert MASK in got[0]["params"]["reason"]
-        elif kind != "extra_member":  # that member is not relayed at all
+        elif kind not in ("extra_member", "encoded"):  # that member is not relayed; the payload is replaced whole
             assert MASK in text(got)
         if kind == "progress":
             assert got[0]["params"]["progressToken"] == "p-1"

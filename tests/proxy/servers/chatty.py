@@ -14,6 +14,7 @@ flight:
   roots             a roots/list request; the call's result is the answer the server got
   custom_request    a request of a method no specification names (x/ask), SECRET in its params
   custom_notification  a notification no specification names (notifications/x/said)
+  encoded           a notifications/message carrying SECRET only base64-encoded (a credentials file)
 and then answers the call with "done" (for `roots`: with the answer, as JSON). Tool `plain`
 answers with SECRET in a top-level member beside `result`; tool `fails` answers with an error
 whose message holds SECRET; tool `bare` answers with neither result nor error, only SECRET in a
@@ -23,6 +24,7 @@ answers with SECRET.
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import threading
@@ -90,6 +92,9 @@ def emit(kind: str, rid: object, params: dict) -> None:
         return
     elif kind == "custom_notification":
         send({"jsonrpc": "2.0", "method": "notifications/x/said", "params": {"what": said}})
+    elif kind == "encoded":
+        blob = base64.b64encode(f"aws_access_key_id = {SECRET}\n".encode()).decode()
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": {"file": blob}}})
     elif kind == "roots":
         sid = f"r-{rid}"
         WAITING[sid] = rid
