@@ -79,6 +79,7 @@ def setup(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
                        ALLOW_ALL.format(mode=request.param)).start()
     (ws / "home-link").symlink_to(home)
     (ws / "token-link").symlink_to(home / "run" / "gateway.token")
+    os.link(home / "run" / "gateway.token", ws / "token-hardlink")
     (ws / "sub").mkdir()
     (ws / "sub" / "up").symlink_to(base)
     try:
@@ -113,6 +114,7 @@ def test_reading_the_gateway_token_is_refused_issue_22(setup: Setup) -> None:
     for tool, args in (("read_text_file", {"path": f"{home}/run/gateway.token"}),
                        ("read_file", {"path": f"{home}/run/gateway.token"}),
                        ("read_text_file", {"path": f"{ws}/token-link"}),
+                       ("read_text_file", {"path": f"{ws}/token-hardlink"}),
                        ("read_text_file", {"path": f"{ws}/home-link/run/gateway.token"}),
                        ("read_text_file", {"path": f"{ws}/../home/run//gateway.token"}),
                        ("read_text_file", {"path": "home/run/gateway.token"}),

@@ -189,3 +189,17 @@ def test_a_protected_file_reached_through_the_users_name_or_another_variable_is_
     monkeypatch.setenv("STATE", str(tree["home"]))
     for path in ("$STATE/policy.yaml", "${STATE}/run/gateway.token", "~/.mcpwall/run/"):
         assert g.check({"path": path}, ()) is not None, path
+
+
+def test_a_hard_link_to_a_protected_file_is_found_by_its_inode(tree: dict[str, Path]) -> None:
+    """A hard link has no path to resolve: its (device, inode) is the protected file's (issue 22)."""
+    outside = tree["user"] / "base-link.yaml"
+    os.link(tree["base"], outside)  # the extends'd policy file, outside the home
+    inside = tree["ws"] / "t"
+    os.link(tree["home"] / "run" / "gateway.token", inside)
+    g = guard_for(tree)
+    for path in (inside, outside, tree["ws"] / "sub" / ".." / "t"):
+        finding = g.check({"path": str(path)}, ())
+        assert finding is not None, path
+        assert "hard link" in finding.what or "policy" in finding.what
+    assert g.check({"path": str(tree["ws"] / "notes.md")}, ()) is None

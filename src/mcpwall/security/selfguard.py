@@ -22,10 +22,13 @@ server or a shell could open:
   splitting with quotes removed, `VAR=path`, `--opt=path`, `-opath`, redirects.
 
 Reads are refused as writes are: reading the token is as bad as writing the
-policy. What a path check cannot see: hard links (another name for the same
-inode; compare `st_ino` would need every file stat'ed), a symlink swapped
-between this check and the server's open, and paths a program computes
-(`cat $(printf ...)`). The sandbox (bubblewrap) is the answer to those.
+policy. A hard link is another name for the same inode: an existing path with
+a link count over 1 is compared by (device, inode) with the protected files
+and the files of the home as they were when the set was built (a file created
+in the home later, then hard-linked, is not). What a path check cannot see: a
+link made or swapped between this check and the server's open, and paths a
+program computes (`cat $(printf ...)`). The sandbox (bubblewrap) is the
+answer to those.
 
 The set is built once (at start and on each policy reload); `check` only
 resolves strings that can be paths, with a short-lived realpath cache.
@@ -33,9 +36,11 @@ resolves strings that can be paths, with a short-lived realpath cache.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
+import stat
 import sys
 import time
 from collections.abc import Iterable, Mapping
@@ -128,6 +133,8 @@ class ProtectedSet:
         self._realpath = CachedRealpath(ttl=_TTL, size=8192)
         self._covered: dict[str, tuple[float, tuple[str, str] | None]] = {}
         self._reached: dict[tuple[str, tuple[str, ...]], tuple[float, tuple[str, str] | None]] = {}
+        #: (st_dev, st_ino) of the protected files and of the files in the home when the set was built
+        self.inodes: dict[tuple[int, int], str] = {}
         #: the last path segment of every protected entry: a bare word worth resolving
         self.names = frozenset(p.rsplit("/", 1)[-1] for p in (*self.files, *dict(self.dirs)) if p.strip("/"))
 
@@ -139,12 +146,15 @@ class ProtectedSet:
         """The set for a gateway whose home is `home` (called at start and on each policy reload)."""
         dirs: dict[str, str] = {}
         files: dict[str, str] = {}
+        written: list[Path] = []  # the files as named (the table holds them case-folded)
 
         def add(table: dict[str, str], path: Path | str, label: str) -> None:
             text = os.path.expanduser(str(path))
             if not text:
                 return
             absolute = _lexical(os.path.abspath(text))
+            if table is files:
+                written.append(Path(absolute))
             for form in (absolute, _lexical(os.path.realpath(absolute))):
                 table.setdefault(_fold(form), label)
 
@@ -165,7 +175,16 @@ class ProtectedSet:
         if installation:
             for path, label in install_paths():
                 add(dirs, path, label)
-        return cls(dirs, files, os.path.expanduser("~"))
+        inodes: dict[tuple[int, int], str] = {}
+        state_dirs = [Path(os.path.expanduser(str(home))), *(Path(os.path.expanduser(str(p))) for p in extra_dirs)]
+        for file in _files_under(state_dirs, written):
+            with contextlib.suppress(OSError):
+                st = os.stat(file)
+                if stat.S_ISREG(st.st_mode):
+                    inodes.setdefault((st.st_dev, st.st_ino), str(file))
+        guard = cls(dirs, files, os.path.expanduser("~"))
+        guard.inodes = inodes
+        return guard
 
     # ------------------------------------------------------------------ one path
 
@@ -192,6 +211,16 @@ class ProtectedSet:
             if hit is not None:
                 result = (hit, form)
                 break
+        if result is None and self.inodes and len(path) <= _PATH_MAX:
+            # Another name for a protected file (a hard link) has the same inode, and a link count over 1.
+            try:
+                st = os.stat(path)
+            except (OSError, ValueError):
+                st = None
+            if st is not None and st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+                other = self.inodes.get((st.st_dev, st.st_ino))
+                if other is not None:
+                    result = (f"a hard link to a file of the gateway's ({other})", other)
         if len(self._covered) >= 8192:
             self._covered.clear()
         self._covered[path] = (now, result)
@@ -289,6 +318,18 @@ class ProtectedSet:
         except _Found as found:
             return found.finding
         return None
+
+
+def _files_under(dirs: Iterable[Path], files: Iterable[Path], limit: int = 5000) -> list[Path]:
+    """The protected files and the files in the state directories (bounded: `sessions/` may grow)."""
+    out = list(files)
+    for top in dirs:
+        for root, subdirs, names in os.walk(top):
+            subdirs.sort()
+            out.extend(Path(root) / n for n in names)
+            if len(out) >= limit:
+                return out
+    return out
 
 
 def install_paths() -> list[tuple[str, str]]:
