@@ -118,7 +118,7 @@ def test_risk_summary_scores_a_gateway_spec_and_sees_through_wrap() -> None:
 
     wrapped = ServerSpec(command="/x/mcpwall", args=["wrap", "--name", "s", "--", "bash", "-c", "id"])
     summary = risk_summary(wrapped)
-    assert summary["level"] == "high"
+    assert summary["level"] == "critical"  # one critical flag: never "high" (issue 27, item 7)
     assert [f["rule"] for f in summary["flags"]] == ["shell-interpreter"]
     remote = risk_summary(ServerSpec(url="http://mcp.example.com/mcp", transport="streamable-http",
                                      headers={"Authorization": "Bearer abcdefgh12345678"}))

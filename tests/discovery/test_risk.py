@@ -159,9 +159,11 @@ def test_scores_add_up_and_levels_use_seatbelts_thresholds() -> None:
     assert (clean.score, clean.level, clean.flags) == (0, "low", ())
 
 
-def test_a_critical_flag_makes_a_server_critical_for_check_even_below_60() -> None:
+def test_a_critical_flag_makes_a_server_critical_even_below_60() -> None:
+    """Issue 27, item 7: `bash -c` was "high (40)" in the table and CRITICAL in the footer."""
     risk = assess(launch("bash", "-c", "x"))
-    assert risk.level == "high"
+    assert risk.score == 40
+    assert risk.level == "critical"
     assert risk.critical
 
 

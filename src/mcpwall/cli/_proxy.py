@@ -102,6 +102,10 @@ def _run(settings: Any, stdio: bool, agent: str, log_level: str, record: bool = 
     configure_logging(log_level)
     if record:
         settings.extras["record"] = True
+    if not stdio:  # a taken port is one clear line, before any upstream server is started
+        from mcpwall.cli._port import check_port
+
+        check_port(settings.host, settings.port)
     built = build(settings)
 
     def ready(url: str) -> None:

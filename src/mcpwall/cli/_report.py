@@ -3,8 +3,15 @@
 Both scan the client configs of this machine, or of a fake home given with
 `--scan-home DIR --platform linux|darwin|win32` (also $MCPWALL_SCAN_HOME and
 $MCPWALL_SCAN_PLATFORM), plus any `--project DIR`. `check` exits 1 when any
-server has a critical flag or a critical total. Everything printed passes
-through the scan's secret scrubber.
+server is critical (a critical flag or a critical total). Everything printed
+passes through the scan's secret scrubber.
+
+The table, the CRITICAL lines and the totals are all read from one
+`report_data()`, with its levels and labels, so they cannot disagree. In a
+pipe or a CI log (stdout not a terminal, no $COLUMNS) the table is printed at
+its natural width, one line per server: rich's default of 80 columns folded
+`shell-interpreter` into `shell-interprete` / `r`, which neither a reader nor
+grep finds. On a terminal, no column is narrower than its longest word.
 """
 
 from __future__ import annotations
@@ -50,27 +57,69 @@ def print_risk_table(console: Any, data: dict[str, Any], scrub: Callable[[str], 
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="MCP servers", title_justify="left")
-    for column in ("Server", "Clients", "Transport", "Risk", "Score", "Flags", "Guarded"):
-        table.add_column(column, overflow="fold")
+    from mcpwall.discovery import LEVEL_LABELS, LEVELS
+
+    rows = []
     for s in data["servers"]:
         level = s["risk"]["level"]
         transport = {"streamable-http": "http"}.get(s["transport"], s["transport"])
-        table.add_row(Text(scrub(s["name"])), Text(scrub(", ".join(s["clients"]))), transport,
-                      Text(level, style=_LEVEL_STYLE[level]), str(s["risk"]["score"]),
-                      Text(", ".join(f["rule"] for f in s["risk"]["flags"]) or "-"),
-                      "yes" if s["guarded"] else "no")
+        rows.append([Text(scrub(s["name"])), Text(scrub(", ".join(s["clients"]))), Text(transport),
+                     Text(LEVEL_LABELS[level], style=_LEVEL_STYLE[level]), Text(str(s["risk"]["score"])),
+                     Text(", ".join(f["rule"] for f in s["risk"]["flags"]) or "-"),
+                     Text("yes" if s["guarded"] else "no")])
+    table = Table(title="MCP servers", title_justify="left")
+    for i, column in enumerate(("Server", "Clients", "Transport", "Risk", "Score", "Flags", "Guarded")):
+        # A column may wrap between words, never inside one: a rule id or a name stays whole.
+        longest = max((len(w) for r in rows for w in r[i].plain.split()), default=0)
+        table.add_column(column, overflow="fold", min_width=max(longest, len(column)))
+    for row in rows:
+        table.add_row(*row)
     if data["servers"]:
-        console.print(table)
+        width, console_width = _table_width(console, table), console.width
+        console.width = width  # print(width=) is capped at the console's width; this is not
+        try:
+            console.print(table, crop=False)
+        finally:
+            console.width = console_width
     else:
         console.print("No MCP servers found.")
     for p in data["problems"]:
         console.print(Text(scrub(f"! {p['client']}: {p['path']}: {p['status']}: {p['error']}"), style="yellow"),
                       soft_wrap=True)
     sm = data["summary"]
-    console.print(f"Total: {sm['totalServers']} server(s) | critical {sm['critical']} | high "
-                  f"{sm['highRisk'] - sm['critical']} | medium {sm['mediumRisk']} | low {sm['lowRisk']} | "
-                  f"{sm['problems']} unreadable file(s)", soft_wrap=True)
+    counts = " | ".join(f"{LEVEL_LABELS[level]} {sm['levels'][level]}" for level in LEVELS)
+    console.print(f"Total: {sm['totalServers']} server(s) | {counts} | {sm['problems']} unreadable file(s)",
+                  soft_wrap=True)
+
+
+def _table_width(console: Any, table: Any) -> int:
+    """The width to print the table at: the terminal's, or in a pipe its natural width (one line a row)."""
+    import os
+
+    if console.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit():
+        return int(console.width)
+    unbounded = console.options.update(width=100_000)  # measure() is capped at the console's width
+    return max(int(console.width), int(console.measure(table, options=unbounded).maximum))
+
+
+def critical_lines(data: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """One (CRITICAL line, what to do) per critical row of the table, in the table's order."""
+    from mcpwall.discovery import LEVEL_LABELS
+    from mcpwall.discovery._report import advice_order
+
+    out = []
+    for s in data["servers"]:
+        if s["risk"]["level"] != "critical":
+            continue
+        crit = [f for f in s["risk"]["flags"] if f["severity"] == "critical"]
+        why = ", ".join(f"{f['rule']} ({f['evidence']})" for f in crit) if crit else (
+            f"total score {s['risk']['score']} (60 or more is critical) from "
+            + ", ".join(f["rule"] for f in s["risk"]["flags"]))
+        worst = sorted(crit or [f for f in s["risk"]["flags"] if f["severity"] != "medium"] or s["risk"]["flags"],
+                       key=advice_order)
+        todo = list(dict.fromkeys(f["advice"] for f in worst if f["advice"]))[:3]
+        out.append((f"{LEVEL_LABELS['critical']} {s['name']}: {why}", todo))
+    return out
 
 
 @click.command()
@@ -89,8 +138,7 @@ def check(scan_home: Path | None, platform: str | None, projects: tuple[Path, ..
     result = run_scan(scan_home, platform, projects)
     data = report_data(result)
     scrub = scrubber_for(result)
-    critical = [s for s in data["servers"]
-                if s["risk"]["level"] == "critical" or any(f["severity"] == "critical" for f in s["risk"]["flags"])]
+    critical = [s for s in data["servers"] if s["risk"]["level"] == "critical"]
     if as_json:
         import json
 
@@ -102,15 +150,18 @@ def check(scan_home: Path | None, platform: str | None, projects: tuple[Path, ..
             "servers": [{"name": s["name"], "clients": s["clients"], "level": s["risk"]["level"],
                          "score": s["risk"]["score"], "flags": [f["rule"] for f in s["risk"]["flags"]]}
                         for s in data["servers"]],
+            "recommendations": data["recommendations"],
             "problems": data["problems"]}))))
     else:
         console = Console(highlight=False)
         print_risk_table(console, data, scrub)
-        for s in critical:
-            rules = ", ".join(f"{f['rule']} ({f['evidence']})" for f in s["risk"]["flags"] if f["severity"] == "critical")
-            console.print(Text(scrub(f"CRITICAL {s['name']}: {rules or 'critical total score'}"), style="bold red"),
-                          soft_wrap=True)
+        for line, todo in critical_lines(data):
+            console.print(Text(scrub(line), style="bold red"), soft_wrap=True)
+            for step in todo:
+                console.print(Text(scrub(f"  what to do: {step}")), soft_wrap=True)
         console.print("Critical risks found." if critical else "No critical risks found.")
+        if data["recommendations"]:
+            console.print("Every recommendation: mcpwall report (Markdown), or check --json.", soft_wrap=True)
     if critical:
         raise click.exceptions.Exit(1)
 
@@ -149,4 +200,4 @@ def report(fmt: str | None, sarif_flag: bool, output: Path | None, scan_home: Pa
     click.echo(f"Wrote {fmt} report of {data['summary']['totalServers']} server(s) to {output}", err=True)
 
 
-__all__ = ["check", "print_risk_table", "report", "run_scan", "scan_options"]
+__all__ = ["check", "critical_lines", "print_risk_table", "report", "run_scan", "scan_options"]

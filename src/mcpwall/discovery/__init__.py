@@ -23,7 +23,18 @@ from mcpwall.discovery._install import DEFAULT_GATEWAY, Applied, Plan, find_mcpw
 from mcpwall.discovery._install import apply as apply_init
 from mcpwall.discovery._install import plan as plan_init
 from mcpwall.discovery._locations import PLATFORMS, SCAN_HOME_ENV, SCAN_PLATFORM_ENV, ScanTarget, make_target
-from mcpwall.discovery._model import ConfigFile, Risk, RiskFlag, ScanResult, Server, ServerEntry
+from mcpwall.discovery._model import (
+    LEVEL_LABELS,
+    LEVELS,
+    ConfigFile,
+    Risk,
+    RiskFlag,
+    ScanResult,
+    Server,
+    ServerEntry,
+    count_levels,
+    level_of,
+)
 from mcpwall.discovery._observatory import discover_artifacts, import_observatory
 from mcpwall.discovery._owasp import OWASP_LLM_2025, RULE_OWASP
 from mcpwall.discovery._policyseed import policy_text
@@ -51,6 +62,8 @@ def risk_summary(spec: ServerSpec) -> dict[str, Any]:
 
 __all__ = [
     "DEFAULT_GATEWAY",
+    "LEVELS",
+    "LEVEL_LABELS",
     "OWASP_LLM_2025",
     "PLATFORMS",
     "RULES",
@@ -72,11 +85,13 @@ __all__ = [
     "ServerEntry",
     "apply_init",
     "assess",
+    "count_levels",
     "discover_artifacts",
     "discovered_server_specs",
     "find_mcpwall",
     "import_observatory",
     "is_secret_name",
+    "level_of",
     "make_target",
     "plan_init",
     "policy_text",

@@ -153,7 +153,8 @@ def launch_for(server: Server, target: ScanTarget) -> Launch:
     headers = {k: v for x in server.entries if not x.via_gateway for k, v in x.headers.items()}
     return Launch(command=command, args=tuple(args), env=server.env, headers=headers, url=e.url,
                   transport=e.transport, home=str(target.home),
-                  local=target.platform == _locations.current_platform())
+                  local=target.platform == _locations.current_platform(),
+                  name=server.name, clients=tuple(server.clients), guarded=server.guarded)
 
 
 def dedupe(entries: list[ServerEntry], target: ScanTarget) -> list[Server]:

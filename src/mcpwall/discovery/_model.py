@@ -9,7 +9,7 @@ reports show keys only, and every rendered text goes through the scrubber of
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +23,14 @@ SEVERITY_SCORES: dict[str, int] = {"critical": 40, "high": 25, "medium": 10, "lo
 SEVERITY_ORDER: dict[str, int] = {"critical": 3, "high": 2, "medium": 1, "low": 0}
 
 
+#: The levels from worst to least, the order every report lists and counts them in.
+LEVELS: tuple[Level, ...] = ("critical", "high", "medium", "low")
+#: The one label of each level: the table, the `check` footer, Markdown and the recommendations use it.
+LEVEL_LABELS: dict[str, str] = {"critical": "CRITICAL", "high": "HIGH", "medium": "MEDIUM", "low": "LOW"}
+#: The SARIF `level` of each severity (SARIF has three; critical and high are both errors).
+SARIF_LEVELS: dict[str, str] = {"critical": "error", "high": "error", "medium": "warning", "low": "note"}
+
+
 def level_for(score: int) -> Level:
     """mcp-seatbelt's buckets: >=60 critical, >=30 high, >=10 medium, else low."""
     if score >= 60:
@@ -34,6 +42,27 @@ def level_for(score: int) -> Level:
     return "low"
 
 
+def level_of(score: int, severities: Iterable[str]) -> Level:
+    """A server's level: the worse of its total's bucket and its worst flag.
+
+    Seatbelt put `bash -c` (one critical flag, 40) in the "high" bucket and then listed it
+    under CRITICAL RISKS and failed `check` on it: two labels for one server. Here a server is
+    as risky as its riskiest flag, so the level the table shows is the one the gate acts on.
+    The score stays seatbelt's sum.
+    """
+    worst = max((SEVERITY_ORDER[s] for s in severities), default=0)
+    by_total = level_for(score)
+    return LEVELS[len(LEVELS) - 1 - max(worst, SEVERITY_ORDER[by_total])]
+
+
+def count_levels(levels: Iterable[str]) -> dict[str, int]:
+    """How many servers are at each level, worst first (the one count every summary prints)."""
+    counts: dict[str, int] = dict.fromkeys(LEVELS, 0)
+    for level in levels:
+        counts[level] += 1
+    return counts
+
+
 @dataclass(frozen=True)
 class RiskFlag:
     """One risk rule that fired for a server. `evidence` never holds a secret value."""
@@ -43,6 +72,8 @@ class RiskFlag:
     description: str
     owasp: tuple[str, ...] = ()
     evidence: str = ""
+    #: What to do about it, in words a user can act on (never the rule's description again).
+    advice: str = ""
 
 
 @dataclass(frozen=True)
@@ -53,8 +84,8 @@ class Risk:
 
     @property
     def critical(self) -> bool:
-        """True when `check` must fail: a critical flag or a critical total."""
-        return self.level == "critical" or any(f.severity == "critical" for f in self.flags)
+        """True when `check` must fail: the level is critical (a critical flag or a critical total)."""
+        return self.level == "critical"
 
 
 @dataclass(frozen=True)
@@ -203,6 +234,9 @@ class ScanResult:
 
 
 __all__ = [
+    "LEVELS",
+    "LEVEL_LABELS",
+    "SARIF_LEVELS",
     "SEVERITY_ORDER",
     "SEVERITY_SCORES",
     "ConfigFile",
@@ -216,5 +250,7 @@ __all__ = [
     "Severity",
     "Transport",
     "WrapInfo",
+    "count_levels",
     "level_for",
+    "level_of",
 ]

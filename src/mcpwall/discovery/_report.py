@@ -7,6 +7,12 @@ seatbelt's `diff` of two reports keeps working, plus the locations (file and
 line per client), the deduplicated client list, env and header *keys*, and
 the config files that could not be read. Command lines and URLs are
 redacted; `render()` scrubs the final text of every known secret value.
+
+Every count is taken from the servers' levels once (`summary.levels`, by
+`count_levels`) and every renderer prints those counts and the labels of
+`LEVEL_LABELS`, so the table, the `check` footer, the summary, JSON,
+Markdown and SARIF cannot disagree about how many servers are critical.
+`highRisk` keeps seatbelt's meaning: high *or* critical.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 from mcpwall import __version__
 from mcpwall.discovery._detect import secret_values
-from mcpwall.discovery._model import SEVERITY_ORDER, ScanResult, Server
+from mcpwall.discovery._model import LEVEL_LABELS, LEVELS, SEVERITY_ORDER, ScanResult, Server, count_levels
 from mcpwall.discovery._owasp import owasp_label
 from mcpwall.discovery._secrets import MASK, Scrubber, looks_like_token, redact_args, redact_url
 
@@ -29,7 +35,7 @@ def _server_data(s: Server) -> dict[str, Any]:
     e = s.first
     command = e.effective_command
     flags = [{"rule": f.rule, "severity": f.severity, "description": f.description, "owasp": list(f.owasp),
-              "evidence": f.evidence} for f in s.risk.flags]
+              "evidence": f.evidence, "advice": f.advice} for f in s.risk.flags]
     return {
         "name": s.name,
         "names": s.names,
@@ -61,18 +67,26 @@ def redact_command(command: str) -> str:
     return MASK if looks_like_token(command) else command
 
 
+def advice_order(flag: dict[str, Any]) -> tuple[int, bool]:
+    """Worst flag first; among equals, scoping a credential (sensitive-env) after taking it out of the file."""
+    return -SEVERITY_ORDER[flag["severity"]], flag["rule"] == "sensitive-env"
+
+
 def _recommendations(servers: list[dict[str, Any]]) -> list[str]:
+    """What to do, worst server first and worst flag first: each flag's advice, said once per server."""
     out: list[str] = []
-    seen: set[str] = set()
-    for s in sorted(servers, key=lambda s: -s["risk"]["score"]):
-        for f in s["risk"]["flags"]:
-            line = f"[{f['severity'].upper()}] {s['name']}: {f['description']}"
-            if line not in seen:
-                seen.add(line)
-                out.append(line)
+    for s in servers:  # already in report order: level, then score
+        said: set[str] = set()
+        for f in sorted(s["risk"]["flags"], key=advice_order):
+            text = f["advice"] or f["description"]
+            if text not in said:
+                said.add(text)
+                out.append(f"[{LEVEL_LABELS[f['severity']]}] {s['name']}: {text}")
     unguarded = [s["name"] for s in servers if not s["guarded"]]
     if unguarded:
-        out.append(f"Run `mcpwall init` to route {len(unguarded)} unguarded server(s) through mcpwall.")
+        one = unguarded[0]
+        out.append(f"Route the {len(unguarded)} unguarded server(s) through mcpwall: `mcpwall init` rewrites "
+                   f"every client config (a backup is kept), or `mcpwall wrap --name {one} -- COMMAND` guards one.")
     return out
 
 
@@ -80,7 +94,7 @@ def report_data(result: ScanResult, now: datetime | None = None) -> dict[str, An
     """The report as plain data (what `report --format json` prints)."""
     servers = sorted((_server_data(s) for s in result.servers),
                      key=lambda s: (-SEVERITY_ORDER[s["risk"]["level"]], -s["risk"]["score"], s["name"]))
-    levels = [s["risk"]["level"] for s in servers]
+    counts = count_levels(s["risk"]["level"] for s in servers)
     flags = [f for s in servers for f in s["risk"]["flags"]]
     return {
         "version": REPORT_VERSION,
@@ -90,10 +104,12 @@ def report_data(result: ScanResult, now: datetime | None = None) -> dict[str, An
                  "projects": [str(p) for p in result.projects], "seconds": round(result.seconds, 4)},
         "summary": {
             "totalServers": len(servers),
-            "critical": levels.count("critical"),
-            "highRisk": levels.count("high") + levels.count("critical"),
-            "mediumRisk": levels.count("medium"),
-            "lowRisk": levels.count("low"),
+            "levels": counts,
+            "critical": counts["critical"],
+            "high": counts["high"],
+            "highRisk": counts["high"] + counts["critical"],  # seatbelt's field: high or critical
+            "mediumRisk": counts["medium"],
+            "lowRisk": counts["low"],
             "criticalFlags": sum(1 for f in flags if f["severity"] == "critical"),
             "totalFlags": len(flags),
             "guarded": sum(1 for s in servers if s["guarded"]),
@@ -121,7 +137,8 @@ def render_json(data: dict[str, Any], scrub: Scrubber | None = None) -> str:
 
 # -- Markdown ----------------------------------------------------------------------------------
 
-_LABEL = {"critical": "🔴 CRITICAL", "high": "🟠 HIGH", "medium": "🟡 MEDIUM", "low": "🟢 LOW"}
+_DOT = {"critical": "🔴", "high": "🟠", "medium": "🟡", "low": "🟢"}
+_LABEL = {level: f"{_DOT[level]} {LEVEL_LABELS[level]}" for level in LEVELS}
 
 
 def md_cell(text: object) -> str:
@@ -145,9 +162,9 @@ def render_markdown(data: dict[str, Any], scrub: Scrubber | None = None) -> str:
              f"Generated {data['generatedAt']} by mcpwall {data['tool']['version']} "
              f"(platform {md_cell(data['scan']['platform'])}).", "",
              "## Summary", "", "| Metric | Count |", "|---|---|",
-             f"| Servers | {sm['totalServers']} |", f"| Critical | {sm['critical']} |",
-             f"| High / critical | {sm['highRisk']} |", f"| Medium | {sm['mediumRisk']} |",
-             f"| Low | {sm['lowRisk']} |", f"| Risk flags | {sm['totalFlags']} |",
+             f"| Servers | {sm['totalServers']} |",
+             *(f"| {_LABEL[level]} | {sm['levels'][level]} |" for level in LEVELS),
+             f"| Risk flags | {sm['totalFlags']} |",
              f"| Guarded by mcpwall | {sm['guarded']} |", f"| Config files read | {sm['configFiles']} |",
              f"| Files with problems | {sm['problems']} |", ""]
     if data["servers"]:
@@ -173,11 +190,12 @@ def render_markdown(data: dict[str, Any], scrub: Scrubber | None = None) -> str:
                 lines.append(f"- **{md_cell(loc['client'])}** ({loc['scope']}) {_code(where)}"
                              + (" - guarded" if loc["guarded"] else ""))
             if s["risk"]["flags"]:
-                lines += ["", "| Rule | Severity | OWASP LLM 2025 | Evidence |", "|---|---|---|---|"]
+                lines += ["", "| Rule | Severity | OWASP LLM 2025 | Evidence | What to do |",
+                          "|---|---|---|---|---|"]
                 for f in s["risk"]["flags"]:
-                    lines.append(f"| {f['rule']} | {f['severity']} | "
+                    lines.append(f"| {f['rule']} | {LEVEL_LABELS[f['severity']]} | "
                                  f"{md_cell(', '.join(owasp_label(t) for t in f['owasp']))} | "
-                                 f"{md_cell(f['evidence'])} |")
+                                 f"{md_cell(f['evidence'])} | {md_cell(f['advice'])} |")
             lines.append("")
     else:
         lines += ["No MCP servers found.", ""]
@@ -193,4 +211,4 @@ def render_markdown(data: dict[str, Any], scrub: Scrubber | None = None) -> str:
     return scrub(text) if scrub else text
 
 
-__all__ = ["REPORT_VERSION", "md_cell", "redact_command", "render_json", "render_markdown", "report_data", "scrubber_for"]
+__all__ = ["REPORT_VERSION", "advice_order", "md_cell", "redact_command", "render_json", "render_markdown", "report_data", "scrubber_for"]

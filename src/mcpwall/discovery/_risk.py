@@ -3,8 +3,10 @@
 Each rule looks at one server's launch (command, arguments, environment,
 headers, URL, transport) and returns evidence when it fires. Severities and
 scores are seatbelt's (critical 40, high 25, medium 10, low 5; a total of 60
-is critical, 30 high, 10 medium). Evidence names keys and argument positions,
-never a secret value.
+is critical, 30 high, 10 medium), and a server's level is never below its
+worst flag (`level_of`: seatbelt called `bash -c` "high" and then failed
+`check` on it as critical). Evidence names keys and argument positions,
+never a secret value; each flag's advice (`_advice.py`) says what to do.
 
 Seatbelt's misses that these rules close (shared/seatbelt-differences.md #8):
 `GITHUB_TOKEN` is a credential name (words, not `\\bTOKEN\\b`), `npx -y pkg`
@@ -27,7 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mcpwall.discovery import _commands as cmds
-from mcpwall.discovery._model import SEVERITY_SCORES, Risk, RiskFlag, Severity, level_for
+from mcpwall.discovery._model import SEVERITY_SCORES, Risk, RiskFlag, Severity, level_of
 from mcpwall.discovery._owasp import owasp_tags
 from mcpwall.discovery._secrets import is_inline_secret, is_secret_name, secret_args
 
@@ -44,6 +46,10 @@ class Launch:
     transport: str = "stdio"
     home: str | None = None
     local: bool = True  # the command would run on this machine (world-writable checks apply)
+    #: Who configures it and whether it already runs through mcpwall: the advice depends on them.
+    name: str | None = None
+    clients: tuple[str, ...] = ()
+    guarded: bool = False
 
     @cached_property
     def steps(self) -> list[cmds.Step]:
@@ -341,14 +347,18 @@ RULES_BY_ID = {r.id: r for r in RULES}
 
 
 def assess(launch: Launch, rules: tuple[RiskRule, ...] = RULES) -> Risk:
-    """Score one launch: flags in rule order, seatbelt's sum and levels."""
+    """Score one launch: flags in rule order, seatbelt's sum, and the level of `level_of`
+    (never below the worst flag), each flag with its advice."""
+    from mcpwall.discovery._advice import advice
+
     flags = []
     for rule in rules:
         evidence = rule.check(launch)
         if evidence:
-            flags.append(RiskFlag(rule.id, rule.severity, rule.description, rule.owasp, evidence))
+            flags.append(RiskFlag(rule.id, rule.severity, rule.description, rule.owasp, evidence,
+                                  advice(rule.id, launch, evidence)))
     score = sum(SEVERITY_SCORES[f.severity] for f in flags)
-    return Risk(score, level_for(score), tuple(flags))
+    return Risk(score, level_of(score, (f.severity for f in flags)), tuple(flags))
 
 
 __all__ = ["RULES", "RULES_BY_ID", "Launch", "RiskRule", "assess"]

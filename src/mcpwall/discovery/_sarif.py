@@ -18,13 +18,14 @@ from typing import Any
 from urllib.parse import quote
 
 from mcpwall import __version__
+from mcpwall.discovery._model import SARIF_LEVELS
 from mcpwall.discovery._owasp import OWASP_LLM_2025, OWASP_URI, OWASP_VERSION, owasp_label, owasp_tags
 from mcpwall.discovery._risk import RULES
 from mcpwall.discovery._secrets import Scrubber
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TAXONOMY = "OWASP LLM Top 10"
-_LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note"}
+_LEVEL = SARIF_LEVELS
 #: GitHub code scanning reads `security-severity` (0-10) to rank security results.
 _SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0"}
 _TAXA = list(OWASP_LLM_2025)
@@ -124,11 +125,13 @@ def render_sarif_data(data: dict[str, Any]) -> dict[str, Any]:
                 line = loc["line"] or 1
                 region = {"startLine": line, "endLine": line}
                 evidence = f" ({f['evidence']})" if f["evidence"] else ""
+                fix = f" To fix: {f['advice']}." if f.get("advice") else ""
                 results.append({
                     "ruleId": f["rule"],
                     "ruleIndex": index[f["rule"]],
                     "level": _LEVEL[f["severity"]],
-                    "message": {"text": f"MCP server '{s['name']}' in {loc['client']}: {f['description']}{evidence}."},
+                    "message": {"text": f"MCP server '{s['name']}' in {loc['client']}: {f['description']}"
+                                        f"{evidence}.{fix}"},
                     "locations": [{
                         "physicalLocation": {
                             "artifactLocation": where(loc["path"], loc["client"]),
@@ -143,6 +146,7 @@ def render_sarif_data(data: dict[str, Any]) -> dict[str, Any]:
                     "properties": {"server": s["name"], "client": loc["client"], "scope": loc["scope"],
                                    "severity": f["severity"], "score": s["risk"]["score"],
                                    "level": s["risk"]["level"], "guarded": loc["guarded"],
+                                   "advice": f.get("advice", ""),
                                    "tags": [f"OWASP-{t}:{OWASP_VERSION}" for t in f["owasp"]]},
                 })
     for p in data["problems"]:
@@ -170,7 +174,8 @@ def render_sarif_data(data: dict[str, Any]) -> dict[str, Any]:
             "results": results,
             "invocations": [{"executionSuccessful": True,
                              "properties": {"platform": data["scan"]["platform"],
-                                            "servers": data["summary"]["totalServers"]}}],
+                                            "servers": data["summary"]["totalServers"],
+                                            "serversByLevel": data["summary"]["levels"]}}],
             "columnKind": "unicodeCodePoints",
             "properties": {"generatedAt": data["generatedAt"]},
         }],

@@ -46,12 +46,14 @@ _TOKEN_PATTERNS = re.compile(
 )
 _HIGH_ENTROPY = re.compile(r"^[A-Za-z0-9+/_=.-]{32,}$")
 
-#: Values that refer to a secret kept elsewhere, or are placeholders, not secrets themselves.
+#: One reference to a secret kept elsewhere: `${VAR}`, `${env:VAR}`, `${input:id}`, `$VAR`, PowerShell's
+#: `$env:VAR`, `%VAR%`, `{env:VAR}` (opencode) and `{{VAR}}` (templates).
+_REF = (r"(?:\$\{[^}]*\}|\$env:[A-Za-z_][A-Za-z0-9_]*|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%"
+        r"|\{env:[^}]+\}|\{\{[^}]*\}\})")
+#: Values that refer to a secret kept elsewhere, not secrets themselves: one or more references (`${U}:${P}`),
+#: maybe quoted, maybe after an auth scheme (`Bearer ${env:T}`) or a name (`session=${env:S}`, a cookie).
 _REFERENCE = re.compile(
-    r"^\s*(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{env:[^}]+\}|\{\{[^}]*\}\})\s*$"
-    r"|^\s*(?:Bearer|Basic|token)\s+(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{env:[^}]+\})\s*$",
-    re.I,
-)
+    rf"^\s*(['\"]?)(?:(?:Bearer|Basic|token)\s+|[A-Za-z_][\w.-]*=)?{_REF}(?:[:;,]?\s*{_REF})*\1\s*$", re.I)
 _PLACEHOLDER = re.compile(r"^\s*(?:<[^>]*>|\[[^\]]*\]|your[_ -].*|x{3,}|\*{3,}|changeme|placeholder|todo|none|null"
                           r"|true|false|yes|no|on|off|\d{1,6})\s*$", re.I)
 
@@ -73,7 +75,11 @@ def is_secret_name(name: str) -> bool:
 
 
 def is_reference(value: str) -> bool:
-    """`${VAR}`, `$VAR`, `%VAR%`, `{env:VAR}`, `${input:id}`: the secret lives elsewhere."""
+    """`${VAR}`, `$VAR`, `%VAR%`, `{env:VAR}`, `${input:id}`: the secret lives elsewhere.
+
+    That is the practice every client documents, so it is never flagged as a secret in a config
+    (`inline-secret`, `secret-in-args`), in a URL's user info or query either.
+    """
     return bool(_REFERENCE.match(value))
 
 
@@ -195,11 +201,11 @@ def url_password(url: str) -> str | None:
     Read by hand rather than with urlsplit: `https://u:pa/ss@host` splits the user info at the '/'.
     """
     m = _USERINFO.match(url)
-    if not m:
+    if not m or is_reference(m.group(2)):  # `${env:USER}:${env:PASS}@`: both live elsewhere
         return None
     user, colon, password = m.group(2).partition(":")
     if colon and password:
-        return password
+        return None if is_reference(password) else password
     return user if looks_like_token(user) else None
 
 
@@ -219,9 +225,12 @@ def redact_url(url: str) -> str:
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
-        if any(is_secret_name(k) or looks_like_token(v) for k, v in pairs):
-            query = urlencode([(k, MASK if is_secret_name(k) or looks_like_token(v) else v) for k, v in pairs],
-                              safe="*", quote_via=quote)
+
+        def hidden(k: str, v: str) -> bool:
+            return (is_secret_name(k) or looks_like_token(v)) and not is_reference(v)
+
+        if any(hidden(k, v) for k, v in pairs):
+            query = urlencode([(k, MASK if hidden(k, v) else v) for k, v in pairs], safe="*", quote_via=quote)
     path = parts.path
     if _TOKEN_PATTERNS.search(path):
         path = _TOKEN_PATTERNS.sub(MASK, path)
