@@ -457,3 +457,20 @@ def test_invalid_base64_is_left_to_the_text_scan() -> None:
 def test_decoding_can_be_switched_off() -> None:
     plain = Scanner(decode=False)
     assert plain.redact(media(ENV))[1] == []
+
+
+def test_a_server_message_carrying_an_encoded_secret_is_masked_the_same_way() -> None:
+    """The one path every server-to-client message takes (`DLPStage.mask_outbound`) decodes too."""
+    from mcpwall.stages.dlp import DLPStage
+
+    stage = DLPStage()
+    log_line = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": b64(ENV)}}
+    sampling = {"jsonrpc": "2.0", "id": 3, "method": "sampling/createMessage", "params": {"messages": [
+        {"role": "user", "content": {"type": "image", "mimeType": "image/png", "data": b64(gzip.compress(ENV))}}],
+        "maxTokens": 10}}
+    for msg in (log_line, sampling):
+        out = stage.mask_outbound("s1", msg)
+        assert out is not msg
+        assert AWS_ID.encode() not in delivered(out)
+    assert stage.mask_outbound("s1", {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+        "level": "info", "data": TINY_PNG}})["params"]["data"] == TINY_PNG
