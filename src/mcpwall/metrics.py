@@ -245,7 +245,14 @@ class _GatewayCollector:
         dropped = CounterMetricFamily("mcpwall_ledger_rows_dropped", "Rows dropped (queue full while the "
                                       "database was unavailable)")
         dropped.add_metric([], float(status.get("dropped") or 0))
-        yield from (depth, healthy, written, dropped)
+        head = ledger.published_head()
+        head_seq = GaugeMetricFamily("mcpwall_ledger_head_seq", "The ledger chain's last committed row (keep it "
+                                     "elsewhere: verify-audit --expect-head SEQ:MAC catches a rollback)")
+        head_seq.add_metric([], float(head["seq"]))
+        head_info = GaugeMetricFamily("mcpwall_ledger_head_info", "The ledger's head: id, seq and MAC prefix",
+                                      labels=["ledger_id", "seq", "mac"])
+        head_info.add_metric([str(head["ledger_id"]), str(head["seq"]), str(head["mac"])], 1.0)
+        yield from (depth, healthy, written, dropped, head_seq, head_info)
 
     @staticmethod
     def _approvals(gw: Any) -> Iterator[Metric]:

@@ -95,7 +95,12 @@ class Api:
         d = self.d
         if method == "GET":
             if parts == ["stats"]:
-                return json_response(await d.feed.stats_now())
+                stats = await d.feed.stats_now()
+                if isinstance(stats, dict):
+                    stats = {**stats, "ledger_head": await asyncio.to_thread(self._ledger_head)}
+                return json_response(stats)
+            if parts == ["ledger", "head"]:
+                return json_response(await asyncio.to_thread(self._ledger_head))
             if parts == ["calls"]:
                 return json_response(await self._calls(request))
             if parts == ["events"]:
@@ -122,6 +127,11 @@ class Api:
         if parts and parts[0] == "admin":
             raise HttpError(404, "the admin API is not enabled on this gateway")
         raise HttpError(404 if method in ("GET", "POST", "DELETE") else 405, f"no route {method} /api/{'/'.join(parts)}")
+
+    def _ledger_head(self) -> dict[str, Any] | None:
+        """The ledger's head (`SEQ:MAC-PREFIX`, issue 22): note it, then `verify-audit --expect-head` it."""
+        ledger = self.d.console.ledger
+        return None if ledger is None else ledger.published_head()
 
     async def _answer(self, request: Request, approval_id: str, verb: str, who: Principal) -> dict[str, Any]:
         body = await read_json(request)

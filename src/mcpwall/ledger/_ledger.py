@@ -100,11 +100,15 @@ class Ledger:
         rows = self._with_conn(lambda c: c.execute("SELECT seq, mac FROM ledger_head WHERE id = 1"))
         return (int(rows[0][0]), str(rows[0][1])) if rows else (0, "")
 
-    def published_head(self) -> dict[str, Any]:
+    def published_head(self, *, query: bool = True) -> dict[str, Any]:
         """The head as the gateway publishes it (dashboard, /metrics, webhooks): what an operator keeps
-        elsewhere and later gives `verify-audit --expect-head`. From the writer's memory, no query."""
+        elsewhere and later gives `verify-audit --expect-head`. From the writer's memory once it has
+        committed; before that from the database, unless `query` is False (then seq 0)."""
         w = self._writer
-        seq, mac = (w.head_seq, w.head_mac) if w is not None and w.head_seq else self.head()
+        if w is not None and w.head_seq:
+            seq, mac = w.head_seq, w.head_mac
+        else:
+            seq, mac = self.head() if query else (0, "")
         out = {"ledger_id": self.ledger_id, "seq": seq, "mac": mac[:16], "head": head_label(seq, mac)}
         if w is not None and w.rolled_back:
             out["rolled_back"] = w.rolled_back
@@ -406,7 +410,8 @@ def open_ledger(home: Path, url: str | None = None, *, options: LedgerOptions | 
     """Open (creating and migrating) the ledger of `home`: `<home>/ledger.db`, or `url`.
 
     With `create=False` a missing SQLite file is an error instead of a new ledger
-    (read-only commands use this), and the chain key is never generated.
+    (read-only commands use this), and the chain key is never generated. With `create=True`
+    (a writer) a ledger behind its head anchor is refused (`LedgerRolledBack`, see `_anchor.py`).
     """
     home = Path(home).expanduser()
     options = options or LedgerOptions()
@@ -428,6 +433,11 @@ def open_ledger(home: Path, url: str | None = None, *, options: LedgerOptions | 
             # checkpoint just after each commit, and a verify between the first commit and that write
             # found rows and no checkpoint for them ("truncation cannot be ruled out"). Never moves it back.
             write_checkpoint(ledger.checkpoint_file, ledger.key, ledger_id, 0, "")
+        try:
+            ledger.check_anchor()  # a writer refuses a rolled-back ledger before the gateway even starts
+        except BaseException:
+            ledger.close()
+            raise
     return ledger
 
 

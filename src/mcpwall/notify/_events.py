@@ -59,6 +59,8 @@ class NotificationEvent:
     approval_id: str | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)
     url: str | None = None
+    #: the ledger's head when the event was made (`SEQ:MAC-PREFIX`), for `verify-audit --expect-head`
+    ledger_head: str | None = None
 
 
 def iso(ts: float) -> str:
@@ -70,6 +72,16 @@ def _error_data(ctx: RequestContext) -> Mapping[str, Any]:
     err = response.get("error") if response is not None else None
     data = err.get("data") if isinstance(err, dict) else None
     return data if isinstance(data, dict) else {}
+
+
+def _ledger_head(ctx: RequestContext) -> str | None:
+    """The head the ledger's writer last committed (from memory: this runs on the event loop)."""
+    ledger = getattr(ctx.gateway, "ledger", None)
+    published = getattr(ledger, "published_head", None)
+    if published is None:
+        return None
+    head = published(query=False)
+    return str(head["head"]) if head.get("seq") else None
 
 
 def _arguments(ctx: RequestContext) -> Mapping[str, Any]:
@@ -97,7 +109,8 @@ def events_for(ctx: RequestContext, seen_pins: set[str] | None = None,
             base.update(server=ctx.server or "", tool=ctx.target, timestamp=iso(ctx.started_wall), decision=word,
                         method=ctx.method, session=ctx.session.id, client=ctx.session.client_name,
                         agent=ctx.session.agent, arguments=_arguments(ctx),
-                        redacted_keys=decision.redacted_keys if decision is not None else ())
+                        redacted_keys=decision.redacted_keys if decision is not None else (),
+                        ledger_head=_ledger_head(ctx))
         out.append(NotificationEvent(event=event, reasons=why or reasons, rule_ids=ids, detail=detail, **base))
 
     honey = notes.get("honeytoken")

@@ -47,6 +47,8 @@ def as_json(event: NotificationEvent) -> dict[str, Any]:
         else None,
         "approval_id": event.approval_id, "detail": dict(event.detail), "url": event.url, "source": SOURCE,
     }
+    if event.ledger_head is not None:
+        out["ledger_head"] = event.ledger_head
     return out
 
 
