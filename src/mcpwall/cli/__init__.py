@@ -71,6 +71,7 @@ SUMMARIES: dict[str, str] = {
     "logs": "Query the ledger: one line per tools/call, newest first.",
     "mcp": "Serve the gateway's controls as MCP tools over stdin/stdout.",
     "pin": "Tool-definition pins: list them, accept a change, or forget a server.",
+    "policy": "The running gateway's policy.",
     "proxy": "Run the gateway: every server behind one policy-enforcing MCP endpoint.",
     "rbac-init": "Write the RBAC model and policy (roles admin/viewer, groupings agent_admin/agent_viewer).",
     "record": "Run the gateway and capture every session to <home>/sessions/<id>.mcpcap.json.",
