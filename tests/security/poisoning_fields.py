@@ -91,6 +91,8 @@ TOOL_FIELDS: dict[str, Callable[[dict[str, Any], str], None]] = {
     "icons sizes": _top("icons", 0, "sizes", 0),
     "icons http src": _top("icons", 0, "src"),
     "top-level x-key value": _top("x-notes"),
+    "description as a list": lambda tool, text: tool.update(description=[tool["description"], text]),
+    "title as an object": lambda tool, text: tool.update(title={"text": text}),
     "property name": _key(["properties"]),
     "nested property name": _key(["properties", "opts", "properties"]),
     "property description": _in_schema([*PROP, "description"]),
