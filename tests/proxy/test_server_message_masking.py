@@ -354,15 +354,20 @@ async def test_a_servers_roots_request_is_answered_by_the_gateway_not_the_callin
         assert not [m for m in seen if m.get("method") == "roots/list"], seen
         assert json.loads(answer["result"]["content"][0]["text"]) == {"roots": []}
     home = gw.home / frontend if frontend in stdio_wires else gw.home
-    assert await _ledger_rows(home / "ledger.db", "roots/list"), "no ledger row for the gateway's roots/list answer"
+    answered = await _ledger_rows(home / "ledger.db", "roots/list")
+    assert answered, "no ledger row for the gateway's roots/list answer"
+    server, peer, notes = answered[-1]
+    assert (server, peer) == ("chatty", "upstream:chatty")
+    assert json.loads(notes)["roots"] == []
+    assert "during_session" in json.loads(notes)  # the one client with a call in flight
 
 
 async def _ledger_rows(db: Path, method: str) -> list[tuple[Any, ...]]:
     """The ledger's protocol_events rows of `method` (the writer commits within 50 ms: polled)."""
     for _ in range(50):
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            rows = conn.execute("SELECT server_name, decision, response_preview FROM protocol_events "
-                                "WHERE method = ?", (method,)).fetchall()
+            rows = conn.execute("SELECT server_name, peer, notes FROM protocol_events WHERE method = ?",
+                                (method,)).fetchall()
         if rows:
             return rows
         await asyncio.sleep(0.1)

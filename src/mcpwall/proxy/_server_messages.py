@@ -169,7 +169,9 @@ class ServerMessages:
         await upstream.respond(answer)
         self.counts["roots_answered"] += 1
         log.info("[%s] roots/list answered by the gateway: %s", upstream.name, ", ".join(uris) or "(no roots)")
-        during = pending.session_id if pending is not None else None
+        # Which client's call the question came during (forensics; it is answered the same either way).
+        owner = self.gateway._only_caller(upstream) if pending is None else None
+        during = pending.session_id if pending is not None else owner[0].id if owner and owner[0] else None
         session = Session(kind="upstream", server=upstream.name, peer=f"upstream:{upstream.name}",
                           process_name=upstream.name)
         notes: dict[str, Any] = {"server_request": "answered by the gateway from the server's configured roots",
