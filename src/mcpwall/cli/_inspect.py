@@ -181,10 +181,13 @@ def inspect(file: str | None, server_names: tuple[str, ...], scan_all: bool, ser
     errors: dict[str, str] = {}
     if file is not None:
         try:
-            findings = scan_payload(_load_file(file))
+            payload = _load_file(file)
+            findings = scan_payload(payload)
         except ValueError as exc:
             raise ConfigError(f"{file}: {exc}") from exc
-        scanned: dict[str, Any] = {"file": file}
+        from mcpwall.cli._scanned import payload_counts
+
+        scanned: dict[str, Any] = {"file": file, **payload_counts(payload)}
     else:
         servers = configured_servers(home, policy_file, servers_files)
         if scan_all:
@@ -206,7 +209,9 @@ def inspect(file: str | None, server_names: tuple[str, ...], scan_all: bool, ser
         for _name, message in errors.items():
             click.echo(f"mcpwall: {message}", err=True)
         if not findings and not errors:
-            click.echo("no findings")
+            from mcpwall.cli._scanned import scanned_text
+
+            click.echo(f"no findings in {scanned_text(scanned)}")
     if findings or errors:
         raise click.exceptions.Exit(1)
 
