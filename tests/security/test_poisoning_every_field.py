@@ -230,3 +230,11 @@ def test_inspect_on_a_live_server_reads_what_it_sent_not_what_the_sdk_models_kee
     assert result.exit_code == 1, result.output
     flagged = {f["tool"] for f in json.loads(result.output)["findings"] if f["kind"] == "hidden_instructions"}
     assert flagged == {"tool0", "tool1", "tool2", "tool3", "summarise", "demo://doc/1"}
+
+
+def test_a_name_that_is_not_a_string_is_read_like_any_field() -> None:
+    text = TEXTS["important-block"][0]
+    found = scan_prompt({"name": {"text": text}, "uri": "demo://doc/1"})
+    assert poison_kinds(found) == {("hidden_instructions", "high")}
+    found = scan_tool({**base_tool(), "name": ["word_count", text]})
+    assert poison_kinds(found) == {("hidden_instructions", "high")}

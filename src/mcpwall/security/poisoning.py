@@ -181,10 +181,11 @@ def scan_tool(tool: Mapping[str, Any], *, server: str = "", peers: Mapping[str, 
                             max_description=max_description, harvest=True)
 
 
-def _judge(parts: list[tuple[str, str]], name: str, server: str,
+def _judge(parts: list[tuple[str, str]] | tuple[str, list[tuple[int, str]]], name: str, server: str,
            index: PeerIndex) -> tuple[str, str, str, str] | None:
-    """(kind, severity, evidence, where) when the text of `parts`, read together, is aimed at the agent."""
-    joined, starts = _Text(parts).joined()
+    """(kind, severity, evidence, where) when the text of `parts` (or their joined text and starts),
+    read together, is aimed at the agent."""
+    joined, starts = _Text(parts).joined() if isinstance(parts, list) else parts
     found = rules.hits(joined)
     mentioned = index.mentions(joined, name, server) if index.plain or index.names.servers_of else []
     cross_server = [(s, n) for s, n in mentioned if s != server]
@@ -217,7 +218,8 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
 
     own = item.get("name")
     name = own if isinstance(own, str) else ""
-    walked = walk(item, skip=frozenset({"name"}))
+    # a string name is read on its own below; anything else a server put there is read like any field
+    walked = walk(item, skip=frozenset({"name"}) if isinstance(own, str) else frozenset())
     if len(name) > MAX_NAME:
         walked.truncated = walked.truncated or f"a name of {len(name)} characters"
         name = name[:MAX_NAME]
@@ -238,7 +240,8 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
         add(kind, SEVERITIES[rank], evidence, where)
 
     # prose is read together; each name (the tool's own, property names, type words) on its own
-    verdicts = [v for v in [_judge(walked.prose, label, server, index)] if v is not None]
+    prose = _Text(walked.prose).joined()
+    verdicts = [v for v in [_judge(prose, label, server, index)] if v is not None]
     alone = strings[:1] + walked.names if name.strip() else walked.names
     if alone and rules.hits(_Text(alone).joined()[0]):
         verdicts += [v for part in alone if (v := _judge([part], label, server, index)) is not None]
@@ -246,11 +249,10 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
         kind, severity, evidence, where = max(verdicts, key=lambda v: (SEVERITIES.index(v[1]), v[0] == "tool_shadowing"))
         add(kind, severity, evidence, where)
 
-    promo_text = "\n".join(visible_text(v) for _, v in walked.prose)
-    promo = rules.promo_hits(promo_text)
+    promo = rules.promo_hits(prose[0])
     if rules.score(promo) >= 2:
-        add("preference_manipulation", "medium", rules.evidence(promo_text, promo),
-            _where(_Text(walked.prose).joined()[1], promo[0].start) if walked.prose else "description")
+        add("preference_manipulation", "medium", rules.evidence(prose[0], promo),
+            _where(prose[1], max(promo, key=lambda h: (h.weight, -h.start)).start))
 
     if harvest and walked.truncated is None:
         for path, evidence in harvesting_params(item.get("inputSchema")):
