@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.discovery.homes import USER_PATHS, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,8 +104,6 @@ def test_proxy_on_a_taken_port_exits_1_with_one_line_and_starts_no_upstream(tmp_
 
 
 def test_the_port_check_passes_a_free_port_and_port_0_and_names_a_bad_host() -> None:
-    import pytest
-
     from mcpwall.cli._port import AddressUnavailable, check_port
 
     with _free_port() as sock:
@@ -114,3 +114,30 @@ def test_the_port_check_passes_a_free_port_and_port_0_and_names_a_bad_host() -> 
         check_port("127.0.0.1", sock.getsockname()[1])
     with pytest.raises(AddressUnavailable, match=r"not an address of this machine; check --host"):
         check_port("192.0.2.1", 9420)  # TEST-NET-1: never assigned to this machine
+
+
+def test_print_whole_keeps_a_trace_table_of_long_rule_ids_on_one_line_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper `simulate -v` can use for its rule trace: rule ids of 40 characters at 80 columns."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from mcpwall.cli._tables import print_whole
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    ids = ["allow-workspace-filesystem-reads-in-project", "deny-credential-files-everywhere-on-disk"]
+    table = Table(title="Rule trace")
+    for col in ("rule", "layer", "action", "status", "why"):
+        table.add_column(col)
+    for rule in ids:
+        table.add_row(rule, "profile", "allow", "[green]matched[/]", "argConstraints startsWith /workspace/ failed")
+    out = io.StringIO()
+    print_whole(Console(file=out, width=80), table)
+    for rule in ids:
+        assert sum(rule in line for line in out.getvalue().splitlines()) == 1, out.getvalue()
+    narrow = io.StringIO()
+    monkeypatch.setenv("COLUMNS", "60")
+    print_whole(Console(file=narrow), table)
+    words = {w for line in narrow.getvalue().splitlines() for cell in line.split("│") for w in cell.split()}
+    assert set(ids) <= words, narrow.getvalue()

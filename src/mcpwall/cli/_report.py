@@ -57,6 +57,7 @@ def print_risk_table(console: Any, data: dict[str, Any], scrub: Callable[[str], 
     from rich.table import Table
     from rich.text import Text
 
+    from mcpwall.cli._tables import print_whole
     from mcpwall.discovery import LEVEL_LABELS, LEVELS
 
     rows = []
@@ -68,19 +69,12 @@ def print_risk_table(console: Any, data: dict[str, Any], scrub: Callable[[str], 
                      Text(", ".join(f["rule"] for f in s["risk"]["flags"]) or "-"),
                      Text("yes" if s["guarded"] else "no")])
     table = Table(title="MCP servers", title_justify="left")
-    for i, column in enumerate(("Server", "Clients", "Transport", "Risk", "Score", "Flags", "Guarded")):
-        # A column may wrap between words, never inside one: a rule id or a name stays whole.
-        longest = max((len(w) for r in rows for w in r[i].plain.split()), default=0)
-        table.add_column(column, overflow="fold", min_width=max(longest, len(column)))
+    for column in ("Server", "Clients", "Transport", "Risk", "Score", "Flags", "Guarded"):
+        table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*row)
     if data["servers"]:
-        width, console_width = _table_width(console, table), console.width
-        console.width = width  # print(width=) is capped at the console's width; this is not
-        try:
-            console.print(table, crop=False)
-        finally:
-            console.width = console_width
+        print_whole(console, table)  # a row may wrap between words, never inside a name or a rule id
     else:
         console.print("No MCP servers found.")
     for p in data["problems"]:
@@ -90,16 +84,6 @@ def print_risk_table(console: Any, data: dict[str, Any], scrub: Callable[[str], 
     counts = " | ".join(f"{LEVEL_LABELS[level]} {sm['levels'][level]}" for level in LEVELS)
     console.print(f"Total: {sm['totalServers']} server(s) | {counts} | {sm['problems']} unreadable file(s)",
                   soft_wrap=True)
-
-
-def _table_width(console: Any, table: Any) -> int:
-    """The width to print the table at: the terminal's, or in a pipe its natural width (one line a row)."""
-    import os
-
-    if console.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit():
-        return int(console.width)
-    unbounded = console.options.update(width=100_000)  # measure() is capped at the console's width
-    return max(int(console.width), int(console.measure(table, options=unbounded).maximum))
 
 
 def critical_lines(data: dict[str, Any]) -> list[tuple[str, list[str]]]:
