@@ -229,7 +229,9 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
 
     # invisible characters and escapes, in any string: the worst of each kind
     hidden_by_kind: dict[str, tuple[int, str, str]] = {}
-    for where, value in strings:
+    whole = "\n".join(v for _, v in strings)
+    plain = whole.isascii() and "\x1b" not in whole and not _CONTROL_CHAR.search(whole)
+    for where, value in [] if plain else strings:
         if value.isascii() and "\x1b" not in value and not _CONTROL_CHAR.search(value):
             continue
         for hidden in find_hidden(value):
