@@ -112,6 +112,9 @@ def test_the_port_check_passes_a_free_port_and_port_0_and_names_a_bad_host() -> 
     check_port("127.0.0.1", 0)
     with _free_port() as sock, pytest.raises(AddressUnavailable, match=r"--port"):
         check_port("127.0.0.1", sock.getsockname()[1])
+    with _free_port() as sock, pytest.raises(AddressUnavailable, match=r"already in use on localhost"):
+        check_port("localhost", sock.getsockname()[1])  # a name: each of its addresses is tried
+    check_port("localhost", port)
     with pytest.raises(AddressUnavailable, match=r"not an address of this machine; check --host"):
         check_port("192.0.2.1", 9420)  # TEST-NET-1: never assigned to this machine
 

@@ -4,9 +4,10 @@
 upstream (npx downloads, containers, OAuth refreshes) and then end with
 uvicorn's raw `[Errno 98] error while attempting to bind`. Binding a test
 socket first turns that into one line naming the address and `--port`, with
-nothing started. The socket is set up as uvicorn sets up its own
-(SO_REUSEADDR, every address the host name resolves to), so a port that
-uvicorn could bind is never refused here; the check cannot stop another
+nothing started. The sockets are set up as asyncio's `create_server`
+(uvicorn's) sets up its own: SO_REUSEADDR, IPv6-only for IPv6, every
+address the host name resolves to, an address this machine lacks skipped
+when another one binds. So a port that uvicorn could bind is never refused; the check cannot stop another
 process from taking the port in the instant between it and uvicorn's bind,
 which then fails as before.
 """
@@ -39,6 +40,8 @@ def check_port(host: str, port: int) -> None:
     except socket.gaierror as exc:
         raise AddressUnavailable(f"cannot listen on {_where(host, port)}: unknown host {host!r} "
                                  f"({exc.strerror}); check --host") from exc
+    unavailable: OSError | None = None
+    bound = 0
     for family, kind, proto, _name, address in infos:
         with socket.socket(family, kind, proto) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -46,8 +49,14 @@ def check_port(host: str, port: int) -> None:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             try:
                 sock.bind(address)
+                bound += 1
             except OSError as exc:
-                raise AddressUnavailable(_message(host, port, exc)) from exc
+                if exc.errno != errno.EADDRNOTAVAIL:
+                    raise AddressUnavailable(_message(host, port, exc)) from exc
+                # asyncio's create_server (uvicorn's) skips such an address too: `localhost` without IPv6
+                unavailable = exc
+    if not bound and unavailable is not None:
+        raise AddressUnavailable(_message(host, port, unavailable)) from unavailable
 
 
 def _message(host: str, port: int, exc: OSError) -> str:
