@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "builtin": "mcpwall.cli._builtin:builtin",
     "mcp": "mcpwall.cli._admin_mcp:mcp",
     "uninstall": "mcpwall.cli._init:uninstall",
+    "status": "mcpwall.cli._status:status",
     "policy": "mcpwall.cli._policy:policy",
 }
 
@@ -78,6 +79,7 @@ SUMMARIES: dict[str, str] = {
     "relay": "Relay this process's stdin/stdout MCP session to a gateway over framed records.",
     "report": "Write a risk report of every MCP server found: Markdown, JSON or SARIF 2.1.0.",
     "simulate": "Decide one call against a policy without running anything.",
+    "status": "Show the running gateway: policy, refused or held reloads, upstreams, ledger.",
     "test-policy": "Run policy unit tests: `tests: [{name, tool, args, expect, matchReason}]`.",
     "timeline": "Per-session chronological view of the ledger.",
     "uninstall": "Restore every client config that `mcpwall init` rewrote, byte for byte.",
