@@ -40,7 +40,7 @@ def reload(url: str | None, token_file: Path | None, as_json: bool, home: Path |
     """Load the policy files now, releasing a reload the gateway held back."""
     from mcpwall.cli import _approvals
 
-    found = _gateway_url(home, url) or _approvals.DEFAULT_URL
+    found = _approvals.gateway_url(home, url) or _approvals.DEFAULT_URL
     answer = _approvals.call_gateway(found, _approvals.gateway_token(home, token_file), "POST",
                                      "/api/admin/policy/reload")
     if as_json:
@@ -58,16 +58,6 @@ def reload(url: str | None, token_file: Path | None, as_json: bool, home: Path |
                        err=True)
     if not loaded:
         raise SystemExit(1)
-
-
-def _gateway_url(home: Path | None, url: str | None) -> str | None:
-    from mcpwall.cli import _approvals
-
-    find = getattr(_approvals, "gateway_url", None)  # where the gateway recorded its address (run/gateway.json)
-    if find is not None:
-        found: str | None = find(home, url)
-        return found
-    return url
 
 
 __all__ = ["policy"]
