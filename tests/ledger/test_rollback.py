@@ -23,6 +23,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,7 @@ from mcpwall.ledger import (
 )
 from mcpwall.ledger._anchor import read_anchor, write_anchor
 from tests.approvals.harness import free_port
+from tests.ledger.conftest import make_event
 from tests.ledger.gateway import Client, build_gateway, policy_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(120)]
@@ -206,3 +208,44 @@ def test_a_relative_anchor_in_the_policy_is_refused() -> None:
         LedgerOptions.from_section({"anchor": "anchors"})
     assert LedgerOptions.from_section({"anchor": "/var/lib/mcpwall-anchors"}).anchor == "/var/lib/mcpwall-anchors"
     assert LedgerOptions.from_section({"anchor": False}).anchor == "off"
+
+
+def test_a_database_rolled_back_to_an_older_state_is_caught_on_both_backends(
+        filled: Callable[..., Ledger], tmp_path: Path) -> None:
+    # The database-side analogue of restoring a backup (PostgreSQL's too): the tail removed, ledger_head
+    # and the checkpoint put back as they were. Only the anchor, outside the home, still knows better.
+    ledger = filled(10)
+    early = ledger.published_head()
+    saved = tmp_path / "checkpoint"
+    shutil.copy2(ledger.checkpoint_file, saved)
+    for i in range(11, 16):
+        ledger.submit(make_event(i))
+    assert ledger.flush()
+    late = ledger.published_head()
+    conn = ledger.backend.connect()
+    try:
+        for statement in ("DELETE FROM tool_calls WHERE seq > ?", "DELETE FROM protocol_events WHERE seq > ?",
+                          "DELETE FROM security_rule_events WHERE call_seq > ?"):
+            conn.execute(statement, (early["seq"],))
+        conn.execute("DELETE FROM event_body_blobs WHERE id NOT IN (SELECT request_body_id FROM tool_calls WHERE "
+                     "request_body_id IS NOT NULL UNION SELECT response_body_id FROM tool_calls WHERE response_body_id "
+                     "IS NOT NULL UNION SELECT response_body_id FROM protocol_events WHERE response_body_id IS NOT "
+                     "NULL UNION SELECT request_body_id FROM protocol_events WHERE request_body_id IS NOT NULL)")
+        row = conn.execute("SELECT mac FROM tool_calls WHERE seq = ? UNION ALL SELECT mac FROM protocol_events "
+                           "WHERE seq = ?", (early["seq"], early["seq"]))
+        conn.execute("UPDATE ledger_head SET seq = ?, mac = ? WHERE id = 1", (early["seq"], row[0][0]))
+    finally:
+        conn.close()
+    shutil.copy2(saved, ledger.checkpoint_file)
+    assert ledger.verify(use_anchor=False).ok
+    report = ledger.verify()
+    assert not report.ok
+    assert "ROLLED BACK" in str(report.problem)
+    assert report.first_bad_seq == early["seq"] + 1
+    seq, mac = late["head"].split(":")
+    behind = ledger.verify(use_anchor=False, expect_head=(int(seq), mac))
+    assert not behind.ok
+    assert "ROLLED BACK" in str(behind.problem)
+    url = ledger.backend.url if ledger.backend.name == "postgresql" else None  # type: ignore[attr-defined]
+    with pytest.raises(LedgerRolledBack):
+        open_ledger(ledger.home, url)
