@@ -249,3 +249,20 @@ def test_a_database_rolled_back_to_an_older_state_is_caught_on_both_backends(
     url = ledger.backend.url if ledger.backend.name == "postgresql" else None  # type: ignore[attr-defined]
     with pytest.raises(LedgerRolledBack):
         open_ledger(ledger.home, url)
+
+
+def test_verify_audit_reads_the_anchor_directory_the_policy_names(tmp_path: Path) -> None:
+    home, anchors = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    (home / "policy.yaml").write_text(f"version: '1'\nledger:\n  anchor: {anchors}\n")
+    with open_ledger(home, options=LedgerOptions(anchor=str(anchors))) as ledger:
+        for i in range(1, 4):
+            ledger.submit(make_event(i))
+        assert ledger.flush()
+        path = ledger.anchor_file
+    assert path is not None
+    assert path.parent == anchors
+    assert path.exists()
+    ok = verify(home)
+    assert ok.exit_code == 0, ok.output
+    assert "anchor at row 3" in ok.output

@@ -43,11 +43,26 @@ def ledger_url_for(home: Path, explicit: str | None) -> str | None:
     return url
 
 
+def _policy_anchor(home: Path) -> str | None:
+    """`ledger.anchor` of `<home>/policy.yaml`, so verify-audit finds the anchor the gateway writes."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load((home / "policy.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    section = doc.get("ledger") if isinstance(doc, dict) else None
+    anchor = section.get("anchor") if isinstance(section, dict) else None
+    return "off" if anchor is False else anchor if isinstance(anchor, str) and anchor.strip() else None
+
+
 def open_for_cli(home: Path | None, ledger: str | None, *, create: bool = False) -> Any:
-    from mcpwall.ledger import open_ledger
+    from mcpwall.ledger import LedgerOptions, open_ledger
 
     resolved = resolve_home(home)
-    return open_ledger(resolved, ledger_url_for(resolved, ledger), create=create)
+    anchor = _policy_anchor(resolved)
+    return open_ledger(resolved, ledger_url_for(resolved, ledger), create=create,
+                       options=LedgerOptions(anchor=anchor) if anchor is not None else None)
 
 
 def ledger_options(func: Any) -> Any:
