@@ -198,3 +198,13 @@ def test_a_servers_first_list_is_pinned_whole_whatever_on_new_says() -> None:
     stage, _ = _stage({"get_forecast": t("get_forecast"), "alerts": ALERTS_TOOL}, {"onNew": "block"})
     assert stage.book.pending() == []
     assert _call(stage, "alerts") is None
+
+
+def test_resources_that_come_and_go_are_pinned_on_sight_not_held(book: PinBook) -> None:
+    # a server listing its documents: one description pattern, items replaced over time
+    def doc(name: str) -> dict[str, Any]:
+        return {"uri": f"docs://{name}", "name": name, "description": f"Static document file exposed from /docs: {name}"}
+
+    book.sync("d", "resource", [doc("architecture.md")], full=True)
+    assert book.sync("d", "resource", [doc("features.md")], full=True, on_new="warn") == []
+    assert book.pending() == []

@@ -199,9 +199,13 @@ class PinBook:
         if unchanged and not full:
             return []
         records = self.records(server, kind)
-        # pinned items no longer listed: a new name like one of them is that item renamed
+        # pinned items no longer listed: a new name like one of them is that item renamed. Not for
+        # resources: they are data a server lists (files, notes), often many with one description
+        # pattern and coming and going; a new one is pinned on sight, as a copy is still caught.
         gone = {n: r for n, r in records.items() if r.get("hash") and n not in current
-                and (full or r.get("removed_at"))}
+                and (full or r.get("removed_at"))} if kind != "resource" else {}
+        if kind == "resource":
+            on_new = "pin"
         changes: list[PinChange] = []
         for name, (digest, definition) in current.items():
             record = records.get(name)

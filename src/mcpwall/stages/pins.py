@@ -13,7 +13,9 @@ compared with the pins:
   or appears as a pinned one disappears with a description alike to it (or
   the same input schema shape and a description somewhat alike): renaming
   must not escape the pin;
-- `added`: any other new tool on a server whose list was already pinned.
+- `added`: any other new tool (prompt, resource template) on a server whose
+  list was already pinned; a new resource is pinned on sight (resources are
+  data that come and go; a copy of a pinned one is still `renamed`).
 
 A change, a re-add or a rename is a rug pull. With `onChange: block` (the
 default in enforce mode) the tool is not listed and calls to it are denied
