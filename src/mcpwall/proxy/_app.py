@@ -133,10 +133,7 @@ def configure_logging(level: str = "INFO") -> None:
 
 
 def _install_reload(built: Built) -> None:
-    loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGHUP, built.policy.reload)
-    built.policy.watch()
+    built.policy.watch()  # the file watcher and SIGHUP (PolicyStore.sighup, which never releases a held reload)
 
 
 async def serve_http(built: Built, ready: Callable[[str], None] | None = None,

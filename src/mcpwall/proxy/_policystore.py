@@ -201,9 +201,8 @@ class PolicyStore:
     def watch(self, interval: float = 1.0) -> None:
         """Poll the policy file (and its extends/corp files) for changes; SIGHUP is a change seen.
 
-        Called by the gateway just after it bound SIGHUP to `reload`: the handler installed here
-        replaces that one, so that a signal (which an agent with a shell can send) never loads a
-        change an allowed call could have made, nor releases a held reload.
+        SIGHUP is bound to `sighup`, not `reload`: a signal (which an agent with a shell can send)
+        never loads a change an allowed call could have made, nor releases a held reload.
         """
         hup = getattr(signal, "SIGHUP", None)  # none on Windows
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
