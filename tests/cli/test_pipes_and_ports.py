@@ -144,3 +144,18 @@ def test_print_whole_keeps_a_trace_table_of_long_rule_ids_on_one_line_a_row(monk
     print_whole(Console(file=narrow), table)
     words = {w for line in narrow.getvalue().splitlines() for cell in line.split("│") for w in cell.split()}
     assert set(ids) <= words, narrow.getvalue()
+
+
+def test_simulate_verbose_in_a_pipe_prints_every_rule_id_of_its_trace_whole() -> None:
+    """Issue 27, item 8: `simulate -v` cut rule ids at 80 columns when its output was not a terminal."""
+    from mcpwall.policy import PolicyEngine
+
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run([str(Path(sys.executable).parent / "mcpwall"), "simulate", "write_file", "--args",
+                          '{"path": "/workspace/a.txt", "content": "x"}', "--verbose"],
+                         capture_output=True, text=True, timeout=60, env=env, check=False).stdout
+    ids = [r.id for r in PolicyEngine.from_template("default").compiled.all_rules]
+    assert len(ids) > 5
+    lines = out.splitlines()
+    for rule_id in ids:
+        assert any(rule_id in line for line in lines), rule_id

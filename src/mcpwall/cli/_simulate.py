@@ -111,4 +111,6 @@ def simulate(tool: str, server: str, args_json: str | None, description: str, cl
         for t in decision.trace:
             table.add_row(t.rule_id, t.layer, t.action,
                           f"[{'green' if t.matched else 'dim'}]{t.status}[/]", t.time_window or "-", t.detail)
-        console.print(table)
+        from mcpwall.cli._tables import print_whole
+
+        print_whole(console, table)  # rule ids whole, in a pipe too (they were cut at 80 columns)
