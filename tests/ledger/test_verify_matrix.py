@@ -250,3 +250,25 @@ def test_a_ledger_head_behind_the_chain_is_reported(ledger: Ledger) -> None:
     seq, problem = broken(ledger)
     assert seq == 12
     assert "ledger_head rewritten" in problem
+
+
+# ---------------------------------------------------------------------- the signed JSONL file, likewise
+
+
+@pytest.mark.parametrize("line", [
+    '{"_seq": 1, "_hmac": "\u00e9\u00e9"}',  # non-ASCII MAC: hmac.compare_digest raised TypeError
+    "[" * 100_000 + "]" * 100_000,  # nested too deep: RecursionError
+    '{"_seq": 1, "_hmac": "00", "x": ' + "1" * 5000 + "}",  # a number too long for int()
+    '{"_seq": 1, "_hmac": "00", "x": 1e999}',
+    '{"_seq": "1", "_hmac": "00"}',
+    "null",
+], ids=["non-ascii-mac", "deep", "long-number", "infinity", "text-seq", "null"])
+def test_any_line_of_a_signed_jsonl_file_is_a_named_broken_line_and_exit_1(
+        tmp_path: Path, line: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCPWALL_LEDGER_KEY", "k")
+    path = tmp_path / "audit.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["verify-audit", str(path), "--home", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    assert result.output.startswith("BROKEN at line 1:"), result.output

@@ -25,6 +25,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
+from mcpwall.ledger._chain import same_mac
 from mcpwall.ledger._verify import VerifyReport
 
 _INDEX_KEY = re.compile(r"^(?:0|[1-9][0-9]*)$")
@@ -163,12 +164,19 @@ def verify_jsonl(path: Path, secret: bytes) -> VerifyReport:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
             return report.fail(number, f"line {number} is not JSON ({exc.msg})")
+        except (RecursionError, ValueError) as exc:  # nested too deep, a number too long to read
+            return report.fail(number, f"line {number} is not JSON this verifier can read ({exc.__class__.__name__})")
         if not isinstance(entry, dict) or "_seq" not in entry or "_hmac" not in entry:
             return report.fail(number, f"line {number} is not a signed entry (no _seq/_hmac)")
         seq, mac = entry.pop("_seq"), entry.pop("_hmac")
         if not isinstance(seq, int) or isinstance(seq, bool):
             return report.fail(number, f"line {number}: _seq is not an integer")
-        if not hmac.compare_digest(str(mac), entry_hmac(secret, seq, entry)):
+        try:
+            expected = entry_hmac(secret, seq, entry)
+        except (RecursionError, ValueError, TypeError, OverflowError) as exc:
+            return report.fail(number, f"line {number} (_seq {seq}) holds a value that cannot be checked "
+                                       f"({exc.__class__.__name__})")
+        if not same_mac(str(mac), expected):
             return report.fail(number, f"line {number} (_seq {seq}) was altered or signed with another secret")
         if previous is not None and seq != previous + 1 and seq != 0:
             kind = "missing entries (deleted)" if seq > previous + 1 else "out of order or repeated (inserted)"
