@@ -210,6 +210,22 @@ class TestHostNamesAreResolvedForTheNetworkRules:
             time.sleep(0.01)
         assert resolver("slow.example") == ("127.0.0.1",)
 
+    def test_after_one_timeout_new_names_are_not_waited_for_until_the_backoff_ends(self) -> None:
+        release = threading.Event()
+
+        def lookup(host: str) -> list[str]:
+            release.wait(5)
+            return []
+
+        resolver = HostResolver(wait=0.2, lookup=lookup)
+        assert resolver("first.example") is None
+        started = time.monotonic()
+        for i in range(5):
+            assert resolver(f"next{i}.example") is None
+            assert resolver("first.example") is None  # in flight: not waited for again
+        assert time.monotonic() - started < 0.2  # not one wait per call
+        release.set()
+
     def test_answers_are_cached_and_refreshed_in_the_background(self) -> None:
         calls: list[str] = []
         answers = {"a.example": ["10.0.0.5", "93.184.216.34"], "b.example": ["93.184.216.34"]}

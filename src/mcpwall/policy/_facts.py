@@ -22,7 +22,7 @@ import orjson
 from mcpwall.policy._host import canonical_host, canonical_ip, host_value, is_host_key
 from mcpwall.policy._normalize import forms
 from mcpwall.policy._resolve import HostResolver
-from mcpwall.policy._shell import SHELLS, command_texts, might_differ
+from mcpwall.policy._shell import SHELLS, command_texts
 
 #: Values beyond these bounds are not inspected one by one; the call is then
 #: treated as uninspectable, which `evaluate` denies in enforce mode.
@@ -215,12 +215,11 @@ class _Walker:
 
     def _leaf(self, text: str, path: str, key: str) -> None:
         variants, canonical = forms(text, self.home)
-        if might_differ(text):
-            # `r\\m -rf /`, `'rm' -rf /`, `a; rm -rf ~`: each command as the shell runs it, for the
-            # restrictive rules (the canonical, which allow rules see, stays the text's own).
-            shell = command_texts(text)
-            if shell:
-                variants += tuple(t for t in shell if t not in variants)
+        # `r\\m -rf /`, `'rm' -rf /`, `a; rm -rf ~`: each command as the shell runs it, for the
+        # restrictive rules (the canonical, which allow rules see, stays the text's own).
+        shell = command_texts(text)
+        if shell:
+            variants += tuple(t for t in shell if t not in variants)
         host_key = bool(key) and is_host_key(key)
         if host_key:
             # `{"host": "2130706433"}` reaches 127.0.0.1 as surely as a URL does. Only

@@ -22,6 +22,10 @@ Resolution is I/O, so it is kept off the hot path:
   matched as written, as before name resolution existed (fail-open for that
   one name, because failing closed would deny every URL whenever DNS is
   slow), and the answer, when it comes, is cached for the calls after it;
+- once a lookup has outlasted the wait, new names are not waited for during
+  the next `SLOW_BACKOFF` seconds (5 s; they are still looked up in the
+  background), so a hanging resolver costs one wait per interval, not one
+  per call; a name already being looked up is not waited for again;
 - at most `MAX_PENDING` lookups run at once; beyond that a new name is
   unknown without waiting.
 
@@ -41,6 +45,8 @@ from collections.abc import Callable
 
 #: Lookups in flight at once; a new name beyond this is left unknown.
 MAX_PENDING = 16
+#: Seconds during which new names are not waited for after one lookup outlasted the wait.
+SLOW_BACKOFF = 5.0
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 #: Names never looked up: the rules are written for them as they are.
 _LITERAL = frozenset({"", "localhost"})
@@ -80,6 +86,8 @@ class HostResolver:
         self._cache: dict[str, tuple[float, tuple[str, ...]]] = {}
         self._pending: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        #: Until when new names are not waited for (monotonic), after a lookup outlasted `wait`.
+        self._slow_until = 0.0
 
     def __call__(self, host: str) -> tuple[str, ...] | None:
         hit = self._cache.get(host)
@@ -90,17 +98,23 @@ class HostResolver:
         if host in _LITERAL or len(host) > 253:
             return ()
         event = self._start(host)
-        if event is None or not event.wait(self.wait):
+        if event is None:  # already being looked up (its first call waited), or too many lookups at once
+            return None
+        if time.monotonic() >= self._slow_until:
+            if not event.wait(self.wait):
+                # Not waited for again for SLOW_BACKOFF seconds: a hanging resolver costs one
+                # `wait` per interval, not one per call.
+                self._slow_until = time.monotonic() + SLOW_BACKOFF
+                return None
+        elif not event.is_set():
             return None
         hit = self._cache.get(host)
         return None if hit is None else hit[1]
 
     def _start(self, host: str) -> threading.Event | None:
+        """Start looking `host` up; the new lookup's event, or None if one runs already or too many do."""
         with self._lock:
-            event = self._pending.get(host)
-            if event is not None:
-                return event
-            if len(self._pending) >= MAX_PENDING:
+            if host in self._pending or len(self._pending) >= MAX_PENDING:
                 return None
             event = self._pending[host] = threading.Event()
         threading.Thread(target=self._resolve, args=(host, event), name="mcpwall-resolve", daemon=True).start()
@@ -120,4 +134,4 @@ class HostResolver:
         event.set()
 
 
-__all__ = ["MAX_PENDING", "HostResolver", "non_public", "system_lookup"]
+__all__ = ["MAX_PENDING", "SLOW_BACKOFF", "HostResolver", "non_public", "system_lookup"]

@@ -30,10 +30,12 @@ _SHELLISH = re.compile(r"[\"'\\;|&\n`$(){}]|(?:^|\s)\S*/\S*\s|//|/\.|^\s|^[A-Za-
                        r"|(?:^|\s)(?:command|builtin|exec|nohup|time|env|nice|stdbuf|timeout|setsid|xargs)\s")
 _SEPARATORS = frozenset(";&|\n()")
 _BLANKS = frozenset(" \t\r\f\v")
-#: Longest text split; longer ones (files' contents, prose) are matched as written only.
-MAX_COMMAND_TEXT = 16 * 1024
+#: Longest text split; longer ones (files' contents) are matched as written only.
+MAX_COMMAND_TEXT = 64 * 1024
+#: Longest text whose split is cached (the cache holds its texts: 16,384 of at most 1 KiB).
+_CACHED_TEXT = 1024
 #: Most simple commands taken from one text, and deepest nesting of substitutions.
-MAX_COMMANDS = 64
+MAX_COMMANDS = 256
 _MAX_NESTING = 8
 #: Programs that run their `-c` argument (or their input) as a script.
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"})
@@ -47,11 +49,6 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 _OCTAL = re.compile(r"[0-7]{1,3}")
 _ANSI_C = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b",
            "E": "\x1b", "\\": "\\", "'": "'", '"': '"', "?": "?"}
-
-
-def might_differ(text: str) -> bool:
-    """Whether the shell could read `text` otherwise than as its whitespace-separated words."""
-    return len(text) <= MAX_COMMAND_TEXT and _SHELLISH.search(text) is not None
 
 
 class _Lexer:
@@ -304,13 +301,24 @@ def _program_forms(words: list[str]) -> list[list[str]]:
     return out
 
 
-@lru_cache(maxsize=16384)
 def command_texts(text: str) -> tuple[str, ...]:
     """Each simple command of `text` as the shell runs it, words joined by spaces (see the module docstring).
 
     Texts equal to `text` itself are left out; so is everything when the text has no shell syntax.
+    Short texts (the usual command) are cached; longer ones, up to MAX_COMMAND_TEXT, are split each time.
     """
-    if not might_differ(text):
+    if len(text) <= _CACHED_TEXT:
+        return _cached_texts(text)
+    return _command_texts(text) if len(text) <= MAX_COMMAND_TEXT else ()
+
+
+@lru_cache(maxsize=16384)
+def _cached_texts(text: str) -> tuple[str, ...]:
+    return _command_texts(text)
+
+
+def _command_texts(text: str) -> tuple[str, ...]:
+    if _SHELLISH.search(text) is None:
         return ()
     commands: list[list[str]] = []
     lines: list[str] = []
@@ -327,4 +335,4 @@ def command_texts(text: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-__all__ = ["MAX_COMMAND_TEXT", "SHELLS", "command_texts", "might_differ"]
+__all__ = ["MAX_COMMAND_TEXT", "SHELLS", "command_texts"]
