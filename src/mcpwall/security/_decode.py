@@ -16,7 +16,6 @@ scanned, and the scanner withholds it (fails closed) rather than pass it unread.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import bz2
 import io
@@ -67,7 +66,9 @@ def b64_bytes(run: str, loose: bool = False) -> bytes | None:
     `loose`: a piece cut from a longer body (its padding wrong, its end mid-group), decoded as far
     as whole groups go.
     """
-    raw = "".join(run.replace("\\r", "").replace("\\n", "").split())
+    raw = run
+    if "\\" in raw or any(c in raw for c in " \t\r\n"):
+        raw = "".join(raw.replace("\\r", "").replace("\\n", "").split())
     if "-" in raw or "_" in raw:
         if "+" in raw or "/" in raw:
             return None
@@ -79,7 +80,8 @@ def b64_bytes(run: str, loose: bool = False) -> bytes | None:
     if len(body) % 4 == 1 or "=" in body:
         return None
     try:
-        return base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+        # strict_mode: the alphabet and padding checked in C (b64decode's `validate` is a Python regex)
+        return binascii.a2b_base64(body + "=" * (-len(body) % 4), strict_mode=True)
     except (binascii.Error, ValueError):
         return None
 
