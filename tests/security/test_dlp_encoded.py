@@ -15,6 +15,7 @@ holding more than the bound), a small budget, truncated and corrupt streams, inv
 from __future__ import annotations
 
 import base64
+import binascii
 import bz2
 import datetime
 import gzip
@@ -266,6 +267,18 @@ def test_base32_and_fully_percent_escaped_files_are_masked() -> None:
         assert escaped[:60] not in out
     for benign in ("THISISACONSTANTNAMEWITHOUTUNDERSCORESATALL", "q=%E4%BD%A0%E5%A5%BD%E4%B8%96%E7%95%8C%E4%BD%A0"):
         assert SCANNER.spans(benign) == []
+
+
+def test_uuencoded_and_utf16_files_are_masked() -> None:
+    uu = "begin 644 .env\n" + "".join(binascii.b2a_uu(ENV[i:i + 45]).decode() for i in range(0, len(ENV), 45))
+    uu += "`\nend\n"
+    wide = ENV.decode().encode("utf-16")
+    for value in ({"text": uu}, media(uu.encode()), media(wide), {"text": wide.decode("utf-8", "replace")},
+                  {"text": ENV.decode().encode("utf-16-le").decode("latin-1")}):
+        out, found = SCANNER.redact(value)
+        assert found, value
+        got = delivered(out)
+        assert AWS_ID.encode() not in got.replace(b"\x00", b"").replace(b"\\u0000", b"")
 
 
 def test_hex_digests_and_commit_ids_are_not_decoded_into_findings() -> None:

@@ -31,6 +31,9 @@ B32_BLOCK = re2.compile(rb"[A-Z2-7]+(?:(?:\r?\n|(?:\\r)?\\n)[A-Z2-7]+)*=*")
 #: eight percent-escapes in a row (every byte escaped, `%41%4B%49%41...`), and the run around them
 PERCENT_PREFILTER = r"(?:%[0-9A-Fa-f]{2}){8}"
 PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~+-])*(?:%[0-9A-Fa-f]{2}){8}(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~+-])*")
+#: a uuencoded file: its `begin <mode> <name>` line, its lines, up to `end`
+UU_PREFILTER = r"begin [0-7]{3,4} "
+UU_BLOCK = re.compile(r"begin [0-7]{3,4} [^\n]*\n((?:[ -`][^\n]*\n){1,200000}?)(?:end\b|\Z)")
 #: the line widths of PEM (64) and OpenSSH (70) key bodies; MIME and `base64` wrap at 76
 _KEY_WIDTHS = (64, 70)
 
@@ -103,5 +106,6 @@ _B64_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 
 __all__ = ["B32_BLOCK", "B64_BLOCK", "DIGITS", "DUMP", "DUMP_PREFILTER", "ENCODED_PREFILTER", "HEX_BLOCK",
-           "HEX_PREFILTER", "HEX_TOKEN", "PERCENT_PREFILTER", "PERCENT_RUN", "in_data_block", "key_fragment", "lines",
+           "HEX_PREFILTER", "HEX_TOKEN", "PERCENT_PREFILTER", "PERCENT_RUN", "UU_BLOCK",
+           "UU_PREFILTER", "in_data_block", "key_fragment", "lines",
            "outside_public_armor"]

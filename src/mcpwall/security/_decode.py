@@ -258,7 +258,15 @@ def public_der(data: bytes) -> bool:
 
 
 def readable(data: bytes) -> str | None:
-    """`data` as text when it is text (UTF-8, nine in ten characters printable), else None."""
+    """`data` as text when it is text (UTF-8, or UTF-16 with its BOM or NULs every other byte;
+    nine in ten characters printable), else None."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or (len(data) >= 16 and data[1::2].count(0) * 10 >= len(data) * 4):
+        try:
+            wide = data.decode("utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-16-le")
+        except UnicodeDecodeError:
+            wide = ""
+        if wide and sum(ch.isprintable() or ch in "\t\r\n" for ch in wide[:4096]) * 10 >= min(len(wide), 4096) * 9:
+            return wide
     if not data or len(data.translate(None, _TEXT_BYTES)) * 10 > len(data):
         return None
     try:

@@ -85,7 +85,7 @@ class Scanner:
             rs.Add(p.prefilter)
         #: the set entry that says where encoded content may be (-1: decoding is off); its own entry
         #: only when the entropy catch-all (whose prefilter it shares) is disabled
-        self._encoded_index = self._hex_index = self._dump_index = self._percent_index = -1
+        self._encoded_index = self._hex_index = self._dump_index = self._percent_index = self._uu_index = -1
         self._encoded_own = False
         #: scans the text inside binary content: without the catch-alls, which random bytes trip
         self._binary: Scanner | None = None
@@ -96,6 +96,7 @@ class Scanner:
             self._hex_index = rs.Add(_blocks.HEX_PREFILTER)
             self._dump_index = rs.Add(_blocks.DUMP_PREFILTER)
             self._percent_index = rs.Add(_blocks.PERCENT_PREFILTER)
+            self._uu_index = rs.Add(_blocks.UU_PREFILTER)
             self._binary = Scanner([p for p in self.patterns if p.type not in ("high-entropy", "credit-card")],
                                    decode=False)
         rs.Compile()
@@ -123,6 +124,11 @@ class Scanner:
                 packed = self._inspect(text.encode("latin-1"), budget or Budget(self.max_decoded), depth, None)
                 if packed is not None and packed is not _KNOWN:
                     return [(0, len(text), *packed)]
+        if "\x00" in text and self._binary is not None and text.count("\x00") * 10 >= len(text) * 4:
+            # UTF-16 text read as UTF-8 (`iconv -t utf-16 .env`): every other character a NUL
+            inner = self.spans(text.replace("\x00", ""), budget, depth + 1) if depth < _decode.MAX_LAYERS else []
+            if inner:
+                return [(0, len(text), inner[0][2], inner[0][3])]
         data = text.encode("utf-8", "surrogatepass")
         hits = self._set.Match(data)
         if not hits:
@@ -133,7 +139,7 @@ class Scanner:
         taken: list[tuple[int, int, str, str]] = []
         for index in sorted(hits):
             if (index == self._encoded_index and self._encoded_own) or index in (
-                    self._hex_index, self._dump_index, self._percent_index):
+                    self._hex_index, self._dump_index, self._percent_index, self._uu_index):
                 continue
             pattern = self.patterns[index]
             finder = self._finders.get(index)
@@ -157,6 +163,8 @@ class Scanner:
             taken = self._with_dump(text, taken, budget or Budget(self.max_decoded), depth)
         if self._percent_index in hits:
             taken = self._with_percent(text, taken, budget or Budget(self.max_decoded), depth)
+        if self._uu_index in hits:
+            taken = self._with_uu(text, taken, budget or Budget(self.max_decoded), depth)
         taken.sort()
         return taken
 
@@ -234,6 +242,21 @@ class Scanner:
         for m in _blocks.PERCENT_RUN.finditer(text):
             decoded = unquote_to_bytes(m.group(0))
             found = self._inspect_bytes(decoded, budget, depth)
+            if found is not None:
+                start, end = m.span()
+                taken = [t for t in taken if not (t[0] < end and start < t[1])]
+                taken.append((start, end, *found))
+        return taken
+
+    def _with_uu(self, text: str, taken: list[tuple[int, int, str, str]], budget: Budget,
+                 depth: int) -> list[tuple[int, int, str, str]]:
+        """`taken` with every uuencoded file (`begin 644 name` ... `end`) that holds a secret masked whole."""
+        for m in _blocks.UU_BLOCK.finditer(text):
+            raw = bytearray()
+            for line in m.group(1).splitlines():
+                with contextlib.suppress(binascii.Error):
+                    raw += binascii.a2b_uu(line)
+            found = self._inspect_bytes(bytes(raw), budget, depth)
             if found is not None:
                 start, end = m.span()
                 taken = [t for t in taken if not (t[0] < end and start < t[1])]
