@@ -3,6 +3,11 @@
 `Scanner.redact(value)` walks every string of a JSON value (entering strings
 that themselves hold JSON), replaces each secret with `[REDACTED-<type>]` and
 returns what it found: the type and the JSON path, never the secret.
+Encoded content is read as what it decodes to (`_encoded.EncodedScan`): base64,
+base32, hex, percent-escapes, uuencode, and the compressed streams and archives
+inside them (`_decode`), within one decoding budget per call. A payload that
+holds a secret is masked whole; under a `blob`/`data` key it is replaced by
+`withheld_blob`, which keeps the field base64.
 
 `Fingerprints` remembers, per session, keyed hashes of the secrets redacted
 from that session's responses. An agent that was shown a secret (or that got
@@ -16,7 +21,6 @@ key, so the table in memory cannot be brute-forced offline.
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import hashlib
 import json
@@ -26,14 +30,14 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 import re2
 
 from mcpwall.security import _blocks, _decode
-from mcpwall.security._decode import MAX_DECODED, Budget, Unreadable
+from mcpwall.security._decode import MAX_DECODED, Budget
+from mcpwall.security._encoded import KNOWN, EncodedScan
 from mcpwall.security._json import MAX_DEPTH, decodings, join, strings
-from mcpwall.security._secrets import FILE_MAGIC, PATTERNS, SecretPattern
+from mcpwall.security._secrets import PATTERNS, SecretPattern
 
 #: Strings longer than this are not parsed as JSON (they are still scanned as text).
 MAX_JSON_TEXT = 1 << 20
@@ -43,8 +47,6 @@ MIN_FINGERPRINT = 8
 BLOB_KEYS = frozenset({"blob", "data"})
 #: a whole string that is a short base64 payload (20 to 31 characters: no set entry finds those)
 _SHORT_B64 = re.compile(r"[A-Za-z0-9+/_-]{20,31}={0,2}")
-#: what `Scanner._inspect` says of content it knows and found no secret in (an image, a certificate)
-_KNOWN = ("", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +65,7 @@ def mask(kind: str) -> str:
     return f"[REDACTED-{kind}]"
 
 
-class Scanner:
+class Scanner(EncodedScan):
     """The secret patterns, ready to scan text and JSON values.
 
     One RE2 set pass over the text's UTF-8 bytes says which patterns can match
@@ -122,7 +124,7 @@ class Scanner:
             # a compressed file read as Latin-1 text: its bytes are intact
             with contextlib.suppress(UnicodeEncodeError):
                 packed = self._inspect(text.encode("latin-1"), budget or Budget(self.max_decoded), depth, None)
-                if packed is not None and packed is not _KNOWN:
+                if packed is not None and packed is not KNOWN:
                     return [(0, len(text), *packed)]
         if "\x00" in text and self._binary is not None and text.count("\x00") * 10 >= len(text) * 4:
             # UTF-16 text read as UTF-8 (`iconv -t utf-16 .env`): every other character a NUL
@@ -134,7 +136,7 @@ class Scanner:
         if not hits:
             if len(text) < 34 and self._binary is not None and _SHORT_B64.fullmatch(text):
                 packed = self._inspect_run(text, b"", budget or Budget(self.max_decoded), depth)
-                return [] if packed is None or packed is _KNOWN else [(0, len(text), *packed)]
+                return [] if packed is None or packed is KNOWN else [(0, len(text), *packed)]
             return []
         taken: list[tuple[int, int, str, str]] = []
         for index in sorted(hits):
@@ -169,152 +171,6 @@ class Scanner:
         return taken
 
     # ------------------------------------------------------------------ encoded content
-
-    def _with_encoded(self, text: str, data: bytes, taken: list[tuple[int, int, str, str]], budget: Budget,
-                      depth: int, hexa: bool = False) -> list[tuple[int, int, str, str]]:
-        """`taken` with every encoded run (base64, or with `hexa` hex) that holds a secret masked whole,
-        absorbing the spans inside it."""
-        ascii_only = len(data) == len(text)
-        for m in (_blocks.HEX_BLOCK if hexa else _blocks.B64_BLOCK).finditer(data):
-            start, end = m.start(), m.end()
-            if (start > 0 and data[start - 1] in b".=") or any(
-                    s <= start and end <= e and kind != "high-entropy" for s, e, kind, _ in taken):
-                continue
-            run = data[start:end]
-            if hexa:
-                found = self._inspect_hex(run.decode("ascii"), budget, depth)
-            elif run.isupper() and _blocks.B32_BLOCK.fullmatch(run):
-                found = self._inspect_b32(run.decode("ascii"), budget, depth)
-            elif run.islower() or run.isupper() or not any(c in _blocks.DIGITS for c in run[:64]):
-                continue  # names, words and paths, not base64 (which mixes cases and has digits)
-            else:
-                found = self._inspect_run(run.decode("ascii"), data[max(0, start - 300):start], budget, depth)
-            if found is None:
-                continue
-            if not ascii_only:
-                start = len(data[:start].decode("utf-8", "surrogatepass"))
-                end = start + (m.end() - m.start())
-            inside = [t for t in taken if t[0] < end and start < t[1]]
-            if found is _KNOWN:
-                # a certificate, an image, prose: the entropy catch-all's hits inside it are not keys
-                taken = [t for t in taken if t not in inside or t[2] != "high-entropy"]
-                continue
-            if inside:
-                taken = [t for t in taken if t not in inside]
-                start, end = min(start, *(t[0] for t in inside)), max(end, *(t[1] for t in inside))
-            taken.append((start, end, *found))
-        return taken
-
-    def _with_dump(self, text: str, taken: list[tuple[int, int, str, str]], budget: Budget,
-                   depth: int) -> list[tuple[int, int, str, str]]:
-        """`taken` with every hex dump (`xxd`, `hexdump -C`) whose bytes hold a secret masked whole: its
-        ASCII column cuts a key or a header line across lines, where no pattern sees it."""
-        for m in _blocks.DUMP.finditer(text):
-            raw = bytearray()
-            for line in m.group(0).splitlines():
-                count = 0
-                for token in line.split(":", 1)[-1].split()[(0 if ":" in line else 1):]:
-                    if count >= 16 or len(token) not in (2, 4) or not _blocks.HEX_TOKEN.fullmatch(token):
-                        break
-                    raw += bytes.fromhex(token)
-                    count += len(token) // 2
-            if len(raw) < 20 or not budget.take(len(raw)):
-                continue
-            found = self._inspect(bytes(raw), budget, depth, None)
-            if found is not None and found is not _KNOWN:
-                start, end = m.span()
-                taken = [t for t in taken if not (t[0] < end and start < t[1])]
-                taken.append((start, end, *found))
-        return taken
-
-    def _inspect_b32(self, run: str, budget: Budget, depth: int) -> tuple[str, str] | None:
-        """A base32 run (`base32 .env`): what its bytes hold."""
-        body = "".join(_blocks.lines(run)).replace(" ", "").rstrip("=")
-        try:
-            raw = base64.b32decode(body + "=" * (-len(body) % 8))
-        except (binascii.Error, ValueError):
-            return None
-        return self._inspect_bytes(raw, budget, depth)
-
-    def _with_percent(self, text: str, taken: list[tuple[int, int, str, str]], budget: Budget,
-                      depth: int) -> list[tuple[int, int, str, str]]:
-        """`taken` with every run of percent-escapes (`%41%4B%49%41...`) that holds a secret masked whole."""
-        for m in _blocks.PERCENT_RUN.finditer(text):
-            decoded = unquote_to_bytes(m.group(0))
-            found = self._inspect_bytes(decoded, budget, depth)
-            if found is not None:
-                start, end = m.span()
-                taken = [t for t in taken if not (t[0] < end and start < t[1])]
-                taken.append((start, end, *found))
-        return taken
-
-    def _with_uu(self, text: str, taken: list[tuple[int, int, str, str]], budget: Budget,
-                 depth: int) -> list[tuple[int, int, str, str]]:
-        """`taken` with every uuencoded file (`begin 644 name` ... `end`) that holds a secret masked whole."""
-        for m in _blocks.UU_BLOCK.finditer(text):
-            raw = bytearray()
-            for line in m.group(1).splitlines():
-                with contextlib.suppress(binascii.Error):
-                    raw += binascii.a2b_uu(line)
-            found = self._inspect_bytes(bytes(raw), budget, depth)
-            if found is not None:
-                start, end = m.span()
-                taken = [t for t in taken if not (t[0] < end and start < t[1])]
-                taken.append((start, end, *found))
-        return taken
-
-    def _inspect_bytes(self, raw: bytes, budget: Budget, depth: int) -> tuple[str, str] | None:
-        if len(raw) < 12:
-            return None
-        if not budget.take(len(raw)):
-            return "unscanned", ""
-        found = self._inspect(raw, budget, depth, None)
-        return None if found is _KNOWN else found
-
-    def _inspect_hex(self, run: str, budget: Budget, depth: int) -> tuple[str, str] | None:
-        """A hex dump (`xxd -p`, `od`-free hex, a hex-encoded DER key): what its bytes hold."""
-        digits = "".join(_blocks.lines(run)).replace(" ", "")
-        raw = bytes.fromhex(digits[:len(digits) & ~1])
-        return self._inspect_bytes(raw, budget, depth) if len(raw) >= 20 else None
-
-    def _inspect_run(self, run: str, before: bytes, budget: Budget, depth: int) -> tuple[str, str] | None:
-        raw = _decode.b64_bytes(run)
-        if raw is None and ("\n" in run or "\\" in run):
-            # lines cut from a longer body (padding and groups misaligned), or a block that
-            # swallowed a word of the line after it: decoded as far as whole groups go
-            raw = _decode.b64_bytes(run, loose=True)
-        if raw is None or len(raw) < 12:
-            return None
-        if not budget.take(len(raw)):
-            return "unscanned", ""
-        return self._inspect(raw, budget, depth, run, before)
-
-    def _inspect(self, raw: bytes, budget: Budget, depth: int, run: str | None,
-                 before: bytes = b"") -> tuple[str, str] | None:
-        """(type, secret) of what decoded bytes hold: key material, a secret in their text, or nothing."""
-        layers = 0
-        try:
-            while layers < _decode.MAX_LAYERS and _decode.compressed(raw):
-                raw = _decode.unpack(raw, budget)
-                layers += 1
-        except Unreadable:
-            return "unscanned", ""
-        if _decode.key_material(raw):
-            return "private-key", run or ""
-        text = _decode.readable(raw)
-        if text is not None:
-            if depth >= _decode.MAX_LAYERS:
-                return None
-            inner = self.spans(text, budget, depth + 1)
-            return (inner[0][2], inner[0][3]) if inner else _KNOWN
-        known = layers > 0 or raw.startswith(FILE_MAGIC) or _decode.public_der(raw)
-        if run is not None and not known and _blocks.key_fragment(run, raw, before):
-            return "private-key", run
-        if len(raw) >= 64 and self._binary is not None:
-            inner = self._binary.spans(_decode.binary_text(raw))
-            if inner:
-                return inner[0][2], inner[0][3]
-        return _KNOWN if known else None
 
     def _windows(self, index: int, text: str, data: bytes) -> list[tuple[int, int]]:
         """Character ranges around each place the pattern's prefilter matched, merged."""
