@@ -457,6 +457,17 @@ def test_a_truncated_or_corrupt_stream_is_scanned_as_far_as_it_goes() -> None:
     assert SCANNER.redact(media(gzip.compress(b"harmless text\n" * 100)[:-20]))[1] == []
 
 
+def test_content_that_only_looks_compressed_or_hides_beside_a_stream_is_still_scanned() -> None:
+    for data in (b"x^" + ENV,  # a zlib header by its first two bytes
+                 b"\x1f\x8b" + ENV,  # a gzip magic, then plain text
+                 gzip.compress(b"harmless\n") + ENV,  # a valid stream, then plain text after it
+                 _zip(b"nothing\n") + ENV,  # text after a zip archive
+                 base64.b64decode(TINY_PNG) + ENV):  # text after an image
+        out, found = SCANNER.redact(media(data))
+        assert found, data[:8]
+        assert AWS_ID.encode() not in delivered(out)
+
+
 def test_invalid_base64_is_left_to_the_text_scan() -> None:
     assert _decode.b64_bytes("not base64 at all!") is None
     assert _decode.b64_bytes("QUJD=RUY=") is None

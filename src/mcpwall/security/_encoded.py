@@ -156,13 +156,23 @@ class EncodedScan:
     def _inspect(self, raw: bytes, budget: Budget, depth: int, run: str | None,
                  before: bytes = b"") -> tuple[str, str] | None:
         """(type, secret) of what decoded bytes hold: key material, a secret in their text, or nothing."""
-        layers = 0
+        layers: list[bytes] = []
         try:
-            while layers < _decode.MAX_LAYERS and _decode.compressed(raw):
-                raw = _decode.unpack(raw, budget)
-                layers += 1
+            while len(layers) < _decode.MAX_LAYERS and _decode.compressed(raw):
+                out = _decode.unpack(raw, budget)
+                if not out:
+                    break  # it only began like a stream (`x^...` is a zlib header): read it as it is
+                layers.append(raw)
+                raw = out
         except Unreadable:
             return "unscanned", ""
+        if self._binary is not None:
+            # What a client reads of a stream is its bytes: text put beside or after the compressed
+            # data (a valid header, then plain text) is found here, not in what inflates.
+            for layer in layers:
+                outside = self._binary.spans(_decode.binary_text(layer))
+                if outside:
+                    return outside[0][2], outside[0][3]
         if _decode.key_material(raw):
             return "private-key", run or ""
         text = _decode.readable(raw)
@@ -171,7 +181,7 @@ class EncodedScan:
                 return None
             inner = self.spans(text, budget, depth + 1)
             return (inner[0][2], inner[0][3]) if inner else KNOWN
-        known = layers > 0 or raw.startswith(FILE_MAGIC) or _decode.public_der(raw)
+        known = bool(layers) or raw.startswith(FILE_MAGIC) or _decode.public_der(raw)
         if run is not None and not known and _blocks.key_fragment(run, raw, before):
             return "private-key", run
         if len(raw) >= 64 and self._binary is not None:
