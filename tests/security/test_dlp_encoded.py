@@ -158,7 +158,8 @@ def test_every_private_key_file_read_as_base64_is_withheld(name: str) -> None:
 
 def test_a_base64_body_sent_as_text_is_masked() -> None:
     for text in (b64(ENV), base64.encodebytes(ENV).decode(), base64.urlsafe_b64encode(ENV).decode(),
-                 f"here: {b64(ENV)} (from the backup)", json.dumps({"file": b64(ENV)})):
+                 f"here: {b64(ENV)} (from the backup)", json.dumps({"file": b64(ENV)}), f"ENV_B64={b64(ENV)}",
+                 f"config.{b64(ENV)}", b64(b"!" * 48 + ENV)):
         out, found = SCANNER.redact({"content": [{"type": "text", "text": text}]})
         assert found, text
         assert AWS_ID not in json.dumps(out)

@@ -18,7 +18,6 @@ ENCODED_PREFILTER = r"[A-Za-z0-9+/_-]{32}"
 #: a base64 run whose lines may be broken by real or JSON-escaped newlines (PEM bodies, `base64` output)
 B64_BLOCK = re2.compile(rb"[A-Za-z0-9+/_][A-Za-z0-9+/_-]{31,}={0,2}"
                         rb"(?:(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/_][A-Za-z0-9+/_-]*={0,2})*")
-DIGITS = frozenset(b"0123456789")
 HEX_PREFILTER = r"[0-9a-fA-F]{40}"
 #: a hex dump's line: an offset, then bytes in groups of one (`hexdump -C`) or two (`xxd`)
 DUMP_PREFILTER = r"(?:^|\n)[0-9a-f]{6,8}:? +[0-9a-f]{2,4} [0-9a-f]{2,4} "
@@ -105,7 +104,7 @@ _NEXT_LINE = re.compile(rb"^(?:\r?\n|(?:\\r)?\\n)")
 _B64_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 
 
-__all__ = ["B32_BLOCK", "B64_BLOCK", "DIGITS", "DUMP", "DUMP_PREFILTER", "ENCODED_PREFILTER", "HEX_BLOCK",
+__all__ = ["B32_BLOCK", "B64_BLOCK", "DUMP", "DUMP_PREFILTER", "ENCODED_PREFILTER", "HEX_BLOCK",
            "HEX_PREFILTER", "HEX_TOKEN", "PERCENT_PREFILTER", "PERCENT_RUN", "UU_BLOCK",
            "UU_PREFILTER", "in_data_block", "key_fragment", "lines",
            "outside_public_armor"]

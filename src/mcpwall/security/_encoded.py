@@ -41,16 +41,16 @@ class EncodedScan:
         ascii_only = len(data) == len(text)
         for m in (_blocks.HEX_BLOCK if hexa else _blocks.B64_BLOCK).finditer(data):
             start, end = m.start(), m.end()
-            if (start > 0 and data[start - 1] in b".=") or any(
-                    s <= start and end <= e and kind != "high-entropy" for s, e, kind, _ in taken):
+            # (a run after `=` is the usual `NAME=<base64>`: decoded like any other)
+            if any(s <= start and end <= e and kind != "high-entropy" for s, e, kind, _ in taken):
                 continue
             run = data[start:end]
             if hexa:
                 found = self._inspect_hex(run.decode("ascii"), budget, depth)
             elif run.isupper() and _blocks.B32_BLOCK.fullmatch(run):
                 found = self._inspect_b32(run.decode("ascii"), budget, depth)
-            elif run.islower() or run.isupper() or not any(c in _blocks.DIGITS for c in run[:64]):
-                continue  # names, words and paths, not base64 (which mixes cases and has digits)
+            elif run.islower() or run.isupper():
+                continue  # names, words, paths and digests, not base64 (which mixes cases)
             else:
                 found = self._inspect_run(run.decode("ascii"), data[max(0, start - 300):start], budget, depth)
             if found is None:
