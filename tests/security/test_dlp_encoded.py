@@ -166,6 +166,18 @@ def test_a_base64_body_sent_as_text_is_masked() -> None:
         assert b64(ENV) not in json.dumps(out)
 
 
+@pytest.mark.parametrize("width", [8, 12, 16, 20, 28])
+def test_base64_wrapped_in_short_lines_is_masked(width: int) -> None:
+    for data, secret in ((ENV, AWS_ID), (KEYS["rsa-pkcs1.pem"], "PRIVATE KEY")):
+        b = b64(data)
+        text = "\n".join(b[i:i + width] for i in range(0, len(b), width)) + "\n"
+        out, found = SCANNER.redact_text(text)
+        assert found, width
+        assert secret not in out
+        assert out.strip().startswith("[REDACTED-")
+        assert len(out.strip()) < 40  # nothing of the body is left beside the mask
+
+
 def test_a_short_base64_secret_that_is_the_whole_string_is_masked() -> None:
     out, found = SCANNER.redact({"value": b64(AWS_ID.encode())})
     assert found

@@ -33,6 +33,10 @@ PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~+-])*(?:%[0-9A-Fa-f]{
 #: a uuencoded file: its `begin <mode> <name>` line, its lines, up to `end`
 UU_PREFILTER = r"begin [0-7]{3,4} "
 UU_BLOCK = re.compile(r"begin [0-7]{3,4} [^\n]*\n((?:[ -`][^\n]*\n){1,200000}?)(?:end\b|\Z)")
+#: three or more lines that are each a short base64 run (`base64 -w 16`): no 32-character run to find
+SHORT_LINES_PREFILTER = r"(?:^|\n)[A-Za-z0-9+/]{8,}={0,2}\r?\n[A-Za-z0-9+/]{8,}={0,2}\r?\n[A-Za-z0-9+/]{8}"
+SHORT_LINES = re2.compile(rb"(?m)^(?:[ \t]*[A-Za-z0-9+/]{8,}={0,2}[ \t]*(?:\r?\n|\z)){3,}"
+                          rb"(?:[ \t]*[A-Za-z0-9+/]{2,7}={0,2}[ \t]*(?:\r?\n|\z))?")
 #: the line widths of PEM (64) and OpenSSH (70) key bodies; MIME and `base64` wrap at 76
 _KEY_WIDTHS = (64, 70)
 
@@ -105,6 +109,7 @@ _B64_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 
 __all__ = ["B32_BLOCK", "B64_BLOCK", "DUMP", "DUMP_PREFILTER", "ENCODED_PREFILTER", "HEX_BLOCK",
-           "HEX_PREFILTER", "HEX_TOKEN", "PERCENT_PREFILTER", "PERCENT_RUN", "UU_BLOCK",
+           "HEX_PREFILTER", "HEX_TOKEN", "PERCENT_PREFILTER", "PERCENT_RUN", "SHORT_LINES",
+           "SHORT_LINES_PREFILTER", "UU_BLOCK",
            "UU_PREFILTER", "in_data_block", "key_fragment", "lines",
            "outside_public_armor"]

@@ -35,11 +35,12 @@ class EncodedScan:
         raise NotImplementedError
 
     def _with_encoded(self, text: str, data: bytes, taken: list[tuple[int, int, str, str]], budget: Budget,
-                      depth: int, hexa: bool = False) -> list[tuple[int, int, str, str]]:
-        """`taken` with every encoded run (base64, or with `hexa` hex) that holds a secret masked whole,
-        absorbing the spans inside it."""
+                      depth: int, hexa: bool = False, short: bool = False) -> list[tuple[int, int, str, str]]:
+        """`taken` with every encoded run (base64; with `hexa` hex; with `short` base64 in short lines,
+        `base64 -w 16`) that holds a secret masked whole, absorbing the spans inside it."""
         ascii_only = len(data) == len(text)
-        for m in (_blocks.HEX_BLOCK if hexa else _blocks.B64_BLOCK).finditer(data):
+        finder = _blocks.HEX_BLOCK if hexa else _blocks.SHORT_LINES if short else _blocks.B64_BLOCK
+        for m in finder.finditer(data):
             start, end = m.start(), m.end()
             # (a run after `=` is the usual `NAME=<base64>`: decoded like any other)
             if any(s <= start and end <= e and kind != "high-entropy" for s, e, kind, _ in taken):

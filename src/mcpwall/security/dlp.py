@@ -88,6 +88,7 @@ class Scanner(EncodedScan):
         #: the set entry that says where encoded content may be (-1: decoding is off); its own entry
         #: only when the entropy catch-all (whose prefilter it shares) is disabled
         self._encoded_index = self._hex_index = self._dump_index = self._percent_index = self._uu_index = -1
+        self._short_index = -1
         self._encoded_own = False
         #: scans the text inside binary content: without the catch-alls, which random bytes trip
         self._binary: Scanner | None = None
@@ -99,6 +100,7 @@ class Scanner(EncodedScan):
             self._dump_index = rs.Add(_blocks.DUMP_PREFILTER)
             self._percent_index = rs.Add(_blocks.PERCENT_PREFILTER)
             self._uu_index = rs.Add(_blocks.UU_PREFILTER)
+            self._short_index = rs.Add(_blocks.SHORT_LINES_PREFILTER)
             self._binary = Scanner([p for p in self.patterns if p.type not in ("high-entropy", "credit-card")],
                                    decode=False)
         rs.Compile()
@@ -141,7 +143,7 @@ class Scanner(EncodedScan):
         taken: list[tuple[int, int, str, str]] = []
         for index in sorted(hits):
             if (index == self._encoded_index and self._encoded_own) or index in (
-                    self._hex_index, self._dump_index, self._percent_index, self._uu_index):
+                    self._hex_index, self._dump_index, self._percent_index, self._uu_index, self._short_index):
                 continue
             pattern = self.patterns[index]
             finder = self._finders.get(index)
@@ -161,6 +163,8 @@ class Scanner(EncodedScan):
             taken = self._with_encoded(text, data, taken, budget or Budget(self.max_decoded), depth)
         if self._hex_index in hits:
             taken = self._with_encoded(text, data, taken, budget or Budget(self.max_decoded), depth, hexa=True)
+        if self._short_index in hits:
+            taken = self._with_encoded(text, data, taken, budget or Budget(self.max_decoded), depth, short=True)
         if self._dump_index in hits:
             taken = self._with_dump(text, taken, budget or Budget(self.max_decoded), depth)
         if self._percent_index in hits:
