@@ -51,6 +51,9 @@ class Door:
         self.exact = frozenset(h.strip().lower() for h in allowed_hosts
                                if (m := _HOST.fullmatch(h.strip().lower())) is not None and m.group(2) is not None)
         self.refused = 0
+        #: (Host, port served, scheme) and Origin values already accepted: clients send the same ones on
+        #: every request, so the parse is paid once (cleared past 1,024 entries)
+        self._good: set[tuple[str, Any, Any] | str] = set()
 
     def refusal(self, scope: dict[str, Any], headers: dict[str, str]) -> Reject | None:
         """Why this request is turned away at the door, or None. `headers` is the lower-cased
@@ -77,13 +80,24 @@ class Door:
         host = headers.get("host")
         if host is None:
             return _forbidden("a Host header is required")
-        reject = self._host(host, scope)
-        if reject is not None:
-            return reject
+        server = scope.get("server")
+        key = (host, server[1] if server else None, scope.get("scheme"))
+        if key not in self._good:
+            reject = self._host(host, scope)
+            if reject is not None:
+                return reject
+            self._remember(key)
         origin = headers.get("origin")
-        if origin is not None and not self._origin_ok(origin):
-            return _forbidden(f"Origin {origin!r} is not allowed")
+        if origin is not None and origin not in self._good:
+            if not self._origin_ok(origin):
+                return _forbidden(f"Origin {origin!r} is not allowed")
+            self._remember(origin)
         return None
+
+    def _remember(self, value: tuple[str, Any, Any] | str) -> None:
+        if len(self._good) >= 1024:
+            self._good.clear()
+        self._good.add(value)
 
     def _host(self, host: str, scope: dict[str, Any]) -> Reject | None:
         value = host.lower()
