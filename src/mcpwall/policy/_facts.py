@@ -139,6 +139,21 @@ _URL_HOST = re.compile(r"([a-z][a-z0-9+.-]*://)([^/?#@\[\]:\s]+)(?=[:/?#]|$)")
 _BARE_HOST = re.compile(r"([^/?#@\[\]:\s]+)(:[0-9]{1,5})?")
 
 
+def _url_parts(text: str) -> tuple[str, str, str]:
+    """(scheme://, canonical host name, the rest) of a URL that names its host; ("", "", "") otherwise."""
+    m = _URL_HOST.match(text)
+    if m is None or canonical_ip(m.group(2)) is not None:
+        return "", "", ""
+    return m.group(1), canonical_host(m.group(2)), text[m.end():]
+
+
+#: `_url_parts` by text, and `command_texts` by text (a dict probe here costs less than a call there).
+_URL_PARTS: dict[str, tuple[str, str, str]] = {}
+_SHELL_TEXTS: dict[str, tuple[str, ...]] = {}
+_PARTS_CACHE_SIZE = 16384
+_SHELL_CACHED_TEXT = 1024
+
+
 class _Walker:
     __slots__ = ("env_keys", "home", "keys", "realpath", "resolver", "truncated", "values")
 
@@ -217,7 +232,13 @@ class _Walker:
         variants, canonical = forms(text, self.home)
         # `r\\m -rf /`, `'rm' -rf /`, `a; rm -rf ~`: each command as the shell runs it, for the
         # restrictive rules (the canonical, which allow rules see, stays the text's own).
-        shell = command_texts(text)
+        shell = _SHELL_TEXTS.get(text)
+        if shell is None:
+            shell = command_texts(text)
+            if len(text) <= _SHELL_CACHED_TEXT:  # the cache holds its texts: at most 16,384 of 1 KiB
+                if len(_SHELL_TEXTS) >= _PARTS_CACHE_SIZE:
+                    _SHELL_TEXTS.clear()
+                _SHELL_TEXTS[text] = shell
         if shell:
             variants += tuple(t for t in shell if t not in variants)
         host_key = bool(key) and is_host_key(key)
@@ -239,16 +260,20 @@ class _Walker:
         assert self.resolver is not None
         extra: list[str] = []
         for v in variants:
-            m = _URL_HOST.match(v)
-            if m is not None:
-                prefix, host, rest = m.group(1), m.group(2), v[m.end():]
-            elif host_key and (b := _BARE_HOST.fullmatch(v.strip())) is not None:
-                prefix, host, rest = "", b.group(1), b.group(2) or ""
+            parts = _URL_PARTS.get(v)
+            if parts is None:
+                parts = _url_parts(v)
+                if len(_URL_PARTS) >= _PARTS_CACHE_SIZE:
+                    _URL_PARTS.clear()
+                _URL_PARTS[v] = parts
+            if parts[1]:
+                prefix, host, rest = parts
+            elif host_key and (b := _BARE_HOST.fullmatch(v.strip())) is not None \
+                    and canonical_ip(b.group(1)) is None:
+                prefix, host, rest = "", canonical_host(b.group(1)), b.group(2) or ""
             else:
                 continue
-            if canonical_ip(host) is not None:
-                continue
-            for address in self.resolver(canonical_host(host)) or ():
+            for address in self.resolver(host) or ():
                 spelled = prefix + (f"[{address}]" if ":" in address else address) + rest
                 if spelled not in variants and spelled not in extra:
                     extra.append(spelled)

@@ -23,17 +23,14 @@ above: a variable's value or a substitution's output is not known here.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 #: A text without any of these is split by whitespace only, and that is matched already.
-_SHELLISH = re.compile(r"[\"'\\;|&\n`$(){}]|(?:^|\s)\S*/\S*\s|//|/\.|^\s|^[A-Za-z_][A-Za-z0-9_]*="
+_SHELLISH = re.compile(r"[\"'\\;|&\n`$(){}]|(?:^|\s)\S*/\S*\s|(?<!:)//|/\.|^\s|^[A-Za-z_][A-Za-z0-9_]*="
                        r"|(?:^|\s)(?:command|builtin|exec|nohup|time|env|nice|stdbuf|timeout|setsid|xargs)\s")
 _SEPARATORS = frozenset(";&|\n()")
 _BLANKS = frozenset(" \t\r\f\v")
 #: Longest text split; longer ones (files' contents) are matched as written only.
 MAX_COMMAND_TEXT = 64 * 1024
-#: Longest text whose split is cached (the cache holds its texts: 16,384 of at most 1 KiB).
-_CACHED_TEXT = 1024
 #: Most simple commands taken from one text, and deepest nesting of substitutions.
 MAX_COMMANDS = 256
 _MAX_NESTING = 8
@@ -260,8 +257,10 @@ def _tidy_path(path: str) -> str:
     return "/" + "/".join(parts)
 
 
-#: A program given by a path (`/usr/bin/rm`, `./bin/rm`), not a substitution.
-_PROGRAM_PATH = re.compile(r"[^\s()$`]*/[^\s/()$`]+/*")
+#: A program given by a path (`/usr/bin/rm`, `./bin/rm`), not a substitution or a URL.
+_PROGRAM_PATH = re.compile(r"(?![a-zA-Z][a-zA-Z0-9+.-]*://)[^\s()$`]*/[^\s/()$`]+/*")
+#: The same where a command starts in a whole line (`a | /bin/sh`), for its basename spelling.
+_LINE_PROGRAM = re.compile(r"(^|[;&|(]\s*|\$\(\s*)(?![a-zA-Z][a-zA-Z0-9+.-]*://)[^\s;&|()$`'\"]*/([^\s/;&|()$`'\"]+)(?=\s|$)")
 
 
 def _program_start(words: list[str]) -> int:
@@ -304,17 +303,10 @@ def _program_forms(words: list[str]) -> list[list[str]]:
 def command_texts(text: str) -> tuple[str, ...]:
     """Each simple command of `text` as the shell runs it, words joined by spaces (see the module docstring).
 
-    Texts equal to `text` itself are left out; so is everything when the text has no shell syntax.
-    Short texts (the usual command) are cached; longer ones, up to MAX_COMMAND_TEXT, are split each time.
+    Texts equal to `text` itself are left out; so is everything when the text has no shell syntax
+    or is longer than MAX_COMMAND_TEXT. Not cached here: `_facts.py` keeps the short texts' results.
     """
-    if len(text) <= _CACHED_TEXT:
-        return _cached_texts(text)
     return _command_texts(text) if len(text) <= MAX_COMMAND_TEXT else ()
-
-
-@lru_cache(maxsize=16384)
-def _cached_texts(text: str) -> tuple[str, ...]:
-    return _command_texts(text)
 
 
 def _command_texts(text: str) -> tuple[str, ...]:
@@ -323,7 +315,10 @@ def _command_texts(text: str) -> tuple[str, ...]:
     commands: list[list[str]] = []
     lines: list[str] = []
     _, line = _Lexer(text, 0, commands, lines).run()
-    seen: dict[str, None] = {" ".join(line): None}
+    joined = " ".join(line)
+    seen: dict[str, None] = {joined: None}
+    if "/" in joined:
+        seen.setdefault(_LINE_PROGRAM.sub(r"\1\2", joined), None)  # `a | /bin/sh` as `a | sh`
     for script in lines:
         seen.setdefault(script, None)
     for words in commands:
