@@ -22,7 +22,7 @@ from mcpwall.policy._resolve import HostResolver, non_public
 from mcpwall.policy._shell import command_texts
 from mcpwall.security._paths import sensitive
 from mcpwall.security.schema import path_violations
-from tests.policy.helpers import compile_text, decide
+from tests.policy.helpers import compile_text, decide, rules
 
 DEFAULT = compile_text(template_text("default"))
 OPEN = compile_text(template_text("default").replace("defaultAction: deny", "defaultAction: allow"))
@@ -65,6 +65,34 @@ class TestPathsAreMatchedAsTheServerOpensThem:
 
     def test_an_ordinary_directory_is_no_schema_violation(self) -> None:
         assert path_violations({"path": "/w/src/"}) == []
+
+
+class TestNormalisingNeverLoosensADecisionIssue29:
+    """Issue 29 item 2: an allow rule (and an allow constraint) needs the text as sent as well as its
+    normalised spelling, so a decision is the stricter of the two; restrictive rules see every spelling."""
+
+    EXACT = compile_text(rules("id: passwd\ntarget: argValue\nmatch: exact\nvalues: [/etc/passwd]\naction: allow"))
+    PREFIX = compile_text(rules("id: ws\ntarget: tool\nmatch: exact\nvalues: [run_command]\naction: allow\n"
+                                "argConstraints:\n  - {argName: cwd, constraint: startsWith, values: ['/workspace/']}"))
+
+    @pytest.mark.parametrize("value", ["/workspace/../etc/passwd", "/etc//passwd", "/etc/./passwd", "%2Fetc%2Fpasswd",
+                                       "file:///etc/passwd", "/etc/passwd/"])
+    def test_a_spelling_that_only_normalises_to_the_allowed_value_is_not_allowed(self, value: str) -> None:
+        assert decide(self.EXACT, "run_command", {"cwd": value}).action == "deny", value
+
+    def test_the_allowed_value_as_written_is_still_allowed(self) -> None:
+        assert decide(self.EXACT, "run_command", {"cwd": "/etc/passwd"}).action == "allow"
+
+    @pytest.mark.parametrize("value", ["%2Fworkspace%2Fx", "file:///workspace/x", "/tmp/../workspace/x"])
+    def test_an_allow_constraint_needs_the_text_as_sent(self, value: str) -> None:
+        assert decide(self.PREFIX, "run_command", {"cwd": value}).action == "deny", value
+
+    @pytest.mark.parametrize("value", ["/workspace/x", "/workspace/./x", "/workspace/a/../b"])
+    def test_an_allow_constraint_still_holds_for_paths_inside(self, value: str) -> None:
+        assert decide(self.PREFIX, "run_command", {"cwd": value}).action == "allow", value
+
+    def test_a_constraint_never_lets_traversal_out(self) -> None:
+        assert decide(self.PREFIX, "run_command", {"cwd": "/workspace/../etc"}).action == "deny"
 
 
 DENIED_COMMANDS = [

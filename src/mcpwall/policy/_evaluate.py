@@ -66,7 +66,10 @@ def _texts(rule: CRule, view: View, exempt: bool) -> Iterator[tuple[str, str]]:
         if target == "resource" and names:
             for v in facts.values:
                 if v.path == "uri":
-                    yield from ((t, "uri") for t in (v.variants if rule.restrictive else (v.canonical,)))
+                    if rule.restrictive:
+                        yield from ((t, "uri") for t in v.variants)
+                    elif v.canonical == v.raw or rule.matches_text(v.raw):
+                        yield v.canonical, "uri"
         if target != "process":
             return
     elif target == "argName":
@@ -88,8 +91,12 @@ def _texts(rule: CRule, view: View, exempt: bool) -> Iterator[tuple[str, str]]:
             for text in v.variants:
                 yield text, v.path
     else:
+        # An allow rule needs the canonical spelling and the text as sent: normalising may make a
+        # decision stricter, never looser (`/workspace/../etc/passwd` does not reach an allow rule
+        # for `/etc/passwd` that its text would not have reached; issue 29 item 2).
         for v in values:
-            yield v.canonical, v.path
+            if v.canonical == v.raw or rule.matches_text(v.raw):
+                yield v.canonical, v.path
     if target == "env":
         allow_env = view.policy.allow_env if exempt else frozenset()
         for key in facts.env_keys:
@@ -171,16 +178,18 @@ def _constraint_failure(rule: CRule, facts: Facts) -> str | None:
         else:
             canonical = json.dumps(raw, separators=(",", ":"), sort_keys=True)
             spellings = (canonical,)
+        # The text as sent must satisfy the constraint too: normalising only ever makes it stricter.
+        sent = raw if isinstance(raw, str) else canonical
         if c.kind != "notIn" and "\x00" in "".join(spellings):
             # A C API stops at the NUL; the canonical spelling is the text before it,
             # which must not be what lets `/workspace/a\0/../../etc/passwd` through.
             ok = False
         elif c.kind == "equals" or c.kind == "in":
-            ok = canonical in c.values
+            ok = canonical in c.values and sent in c.values
         elif c.kind == "startsWith":
-            ok = canonical.startswith(c.values)
+            ok = canonical.startswith(c.values) and sent.startswith(c.values)
         elif c.kind == "regex":
-            ok = any(r.search(canonical) for r in c.regexes)
+            ok = any(r.search(canonical) for r in c.regexes) and any(r.search(sent) for r in c.regexes)
         else:  # notIn restricts, so any spelling in any case, trimmed, counts, and so does any text inside
             inner = () if isinstance(raw, str) else _texts_inside(raw)  # ["push"] and {"name": "push"} too
             ok = not any(s.strip().casefold() in c.folded for s in (*spellings, canonical, *inner))

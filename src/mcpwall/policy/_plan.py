@@ -239,13 +239,21 @@ def build_plan(index: FastIndex, call: Call, allowlisted: bool, corp_allow: bool
     return Plan(name_mask, arg_mask, allowlisted, index)
 
 
-def _value_hits(plan: Plan, v: ArgValue, text: str, hits: int) -> int:
+def _value_hits(plan: Plan, v: ArgValue, text: str, hits: int, raw_hits: int) -> int:
     """Which of the rules `text` (a spelling of `v`) matches apply to it: restrictive rules
-    see every spelling, permissive ones only the canonical one (see `_evaluate._texts`)."""
-    canonical = text == v.canonical
-    found = hits & (plan.canonical if canonical else plan.any_spelling)
+    see every spelling, permissive ones the canonical one, and only when the text as sent
+    (`raw_hits`) matches them too (see `_evaluate._texts`)."""
+    if text != v.canonical:
+        found = hits & plan.any_spelling
+        if plan.uri_canonical and v.path == "uri":
+            found |= hits & plan.uri_any_spelling
+        return found
+    found = hits & plan.canonical
+    if text != v.raw:
+        found &= raw_hits | plan.any_spelling
     if plan.uri_canonical and v.path == "uri":
-        found |= hits & (plan.uri_canonical if canonical else plan.uri_any_spelling)
+        uri = hits & plan.uri_canonical
+        found |= uri & (raw_hits | plan.uri_any_spelling) if text != v.raw else uri
     return found
 
 
@@ -321,12 +329,15 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context, hooks: Hooks
     if scope:  # the rules the call's argument texts match (a call frame here would be ~3% of a decision)
         texts = index.texts
         for v in facts.values:
+            raw_hits = -1  # variants[0] is the text as sent
             for text in v.variants:
                 hits = texts.get(text)
                 if hits is None:
                     hits = index.new_text(text)
+                if raw_hits == -1:
+                    raw_hits = hits
                 if hits & scope:
-                    found |= _value_hits(plan, v, text, hits)
+                    found |= _value_hits(plan, v, text, hits, raw_hits)
         if plan.key_scope or plan.env_scope:
             found |= _key_hits(index, plan, facts)
     if found & index.window_rules:
