@@ -111,13 +111,39 @@ class SchemaCache:
         if memo_key is not None and (hit := self._checked.get(memo_key)) is not None:
             return hit
         found = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
-        errors = [{"path": _pointer(e.absolute_path), "message": e.message[:300], "validator": str(e.validator)}
+        errors = [{"path": _pointer(e.absolute_path), "message": _message(e)[:300], "validator": str(e.validator)}
                   for e in found[:MAX_ERRORS]]
         if memo_key is not None:
             if len(self._checked) >= 4096:
                 self._checked.clear()
             self._checked[memo_key] = errors
         return errors
+
+
+def _message(e: Any) -> str:
+    """jsonschema's message without the argument's value: it quotes the value (`'ghp_...' is not of
+    type 'number'`), and the refusal goes back to the agent and into the ledger unmasked (issue 22:
+    a secret sent in the wrong field came back in clear). The schema's own words stay."""
+    message = str(e.message)
+    instance = e.instance
+    if isinstance(instance, bool) or instance is None:
+        return message
+    shown = repr(instance)
+    if shown in message:
+        message = message.replace(shown, _describe(instance))
+    return message
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dict):
+        return f"an object with {len(value)} keys"
+    if isinstance(value, list):
+        return f"an array of {len(value)} items"
+    return f"a {type(value).__name__}"
 
 
 @dataclass(frozen=True, slots=True)
