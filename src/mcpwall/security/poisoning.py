@@ -27,7 +27,8 @@ from typing import Any
 from mcpwall.security import _poisoning_rules as rules
 from mcpwall.security._poisoning_chars import clean, find_hidden, visible_text
 from mcpwall.security._poisoning_names import NameIndex, harvesting_params, name_findings
-from mcpwall.security._poisoning_walk import MAX_NAME, readings, walk
+from mcpwall.security._poisoning_walk import MAX_NAME as _MAX_NAME
+from mcpwall.security._poisoning_walk import readings, walk
 
 SEVERITIES = ("low", "medium", "high")
 KINDS: dict[str, str] = {
@@ -155,8 +156,8 @@ class PeerIndex:
     of a whole list: build one per list (or per set of catalogs) and pass it to `scan_tool`."""
 
     def __init__(self, peers: Mapping[str, Iterable[str]]) -> None:
-        # names past MAX_NAME are indexed by their start (the scan reports such a name unscannable)
-        self.peers: dict[str, list[str]] = {s: [n[:MAX_NAME] for n in names] for s, names in peers.items()}
+        # names past _MAX_NAME are indexed by their start (the scan reports such a name unscannable)
+        self.peers: dict[str, list[str]] = {s: [n[:_MAX_NAME] for n in names] for s, names in peers.items()}
         self.names = NameIndex(self.peers)
         # plain names are long and shaped like identifiers; short ones count only when quoted
         self.plain = {n for n in self.names.servers_of if len(n) >= 5 and re.search(r"[_\-]|[a-z][A-Z]", n)}
@@ -220,10 +221,10 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
     name = own if isinstance(own, str) else ""
     # a string name is read on its own below; anything else a server put there is read like any field
     walked = walk(item, skip=frozenset({"name"}) if isinstance(own, str) else frozenset())
-    if len(name) > MAX_NAME:
+    if len(name) > _MAX_NAME:
         walked.truncated = walked.truncated or f"a name of {len(name)} characters"
-        name = name[:MAX_NAME]
-    label = label[:MAX_NAME]
+        name = name[:_MAX_NAME]
+    label = label[:_MAX_NAME]
     strings = [("name", name)] if name.strip() else []
     strings += walked.strings()
 
