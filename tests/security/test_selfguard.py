@@ -6,7 +6,11 @@ gets each spelling of a protected path an agent could send (absolute, relative t
 the server's directories, `..`, `.`, `//`, trailing `/`, case, `~`/`$HOME`/`${VAR}`,
 `file://` with hosts and percent-encoding, symlinks and symlinked parents, nested
 objects, arrays, JSON in strings, path keys, and words of command lines) and must
-find every one; ordinary workspace paths and texts must pass.
+find every one; ordinary workspace paths and texts must pass. A call that can
+mutate (by `mutates`) may not name an ancestor of a protected path (the issue 22
+review's `move_file ws/p ws/q`), in any of those spellings nor as a command word;
+reads and listings of `/`, `~` or an ancestor still pass. A home or policy
+directory renamed behind the gateway's back is recognised by its (device, inode).
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from mcpwall.security.selfguard import RULE_ID, ProtectedSet
+from mcpwall.security.selfguard import RULE_ID, ProtectedSet, mutates
 from mcpwall.stages.selfguard import protected_set, server_dirs
 
 
@@ -203,3 +208,116 @@ def test_a_hard_link_to_a_protected_file_is_found_by_its_inode(tree: dict[str, P
         assert finding is not None, path
         assert "hard link" in finding.what or "policy" in finding.what
     assert g.check({"path": str(tree["ws"] / "notes.md")}, ()) is None
+
+
+# ---------------------------------------------------------------- ancestors and identity (issue 22 review)
+
+
+def decide(g: ProtectedSet, tool: str, args: dict[str, Any], ws: Path) -> Any:
+    """What the stage asks: the call's arguments, mutating as `mutates` says for this tool."""
+    return g.check(args, (str(ws),), mutating=mutates(tool, args))
+
+
+def ancestor_moves(tree: dict[str, Path]) -> list[tuple[str, dict[str, Any]]]:
+    user, ws, home = tree["user"], tree["ws"], tree["home"]
+    away = str(user.parent / "elsewhere")
+    return [
+        ("move_file", {"source": str(user), "destination": away}),
+        ("move_file", {"source": f"{user}/", "destination": away}),
+        ("move_file", {"source": f"{ws}/..", "destination": away}),
+        ("move_file", {"source": f"{ws}/sub/up", "destination": away}),  # a symlink to the home's parent
+        ("move_file", {"source": str(user).upper(), "destination": away}),
+        ("move_file", {"source": "..", "destination": "../../elsewhere"}),  # relative to the server's directory
+        ("move_file", {"source": "~", "destination": away}),
+        ("move_file", {"source": "$HOME", "destination": away}),
+        ("move_file", {"source": f"file://{user}", "destination": away}),
+        ("move_file", {"source": str(user.parent), "destination": away}),
+        ("move_file", {"source": f"{ws}/notes.md", "destination": str(user)}),  # replacing an ancestor
+        ("rename", {"oldPath": str(user), "newPath": away}),
+        ("delete_directory", {"path": str(user)}),
+        ("remove", {"path": f"{user}//"}),
+        ("copy_file", {"src": away, "dst": str(user)}),
+        ("fs_op", {"from": str(user), "to": away}),
+        ("write_file", {"path": str(user), "content": "x"}),
+        ("create_directory", {"path": str(home)}),
+        ("run_command", {"command": f"mv {user} {away}"}),
+        ("run_command", {"command": f"mv '{ws}/..' {away}"}),
+        ("run_command", {"command": f"cd /tmp && \\mv ~ {away}"}),
+        ("run_command", {"command": f"rm -rf {user}"}),
+        ("run_command", {"command": f"/bin/rm -r -- {user}/"}),
+        ("run_command", {"command": f"find {user} -name x -delete"}),
+        ("run_command", {"command": f"tar -C {user} -xf /tmp/a.tar"}),
+        ("run_command", {"command": f"rsync -a --delete /tmp/empty/ {user}/"}),
+        ("run_command", {"command": f"bash -c 'mv {user} {away}'"}),
+        ("run_command", {"command": f"ln -sfn /tmp/x {user}"}),
+        ("run_command", {"command": f"chmod -R 777 {user}"}),
+        ("shell", {"args": ["mv", str(user), away]}),
+    ]
+
+
+def test_moving_deleting_or_replacing_an_ancestor_of_a_protected_path_is_refused_issue_22(
+        tree: dict[str, Path]) -> None:
+    """`move_file ws/p ws/q` with the home at ws/p/home renamed every protected file (issue 22 review)."""
+    g = guard_for(tree)
+    missed = [(tool, args) for tool, args in ancestor_moves(tree) if decide(g, tool, args, tree["ws"]) is None]
+    assert missed == []
+    finding = decide(g, "move_file", {"source": str(tree["user"]), "destination": "/tmp/x"}, tree["ws"])
+    assert finding is not None
+    assert "directory holding the gateway's own files" in finding.what
+
+
+def test_reads_listings_and_workspace_moves_near_an_ancestor_stay_allowed(tree: dict[str, Path]) -> None:
+    g = guard_for(tree)
+    ws, user = tree["ws"], tree["user"]
+    for tool, args in [
+        ("list_directory", {"path": "/"}), ("search_files", {"path": "/", "pattern": "*.md"}),
+        ("directory_tree", {"path": str(user)}), ("list_directory", {"path": "~"}),
+        ("read_text_file", {"path": f"{ws}/notes.md"}), ("run_command", {"command": "ls -la ~ /"}),
+        ("run_command", {"command": f"du -sh {user} && find / -name '*.md'"}),
+        ("move_file", {"source": f"{ws}/notes.md", "destination": f"{ws}/notes2.md"}),
+        ("move_file", {"source": str(ws / "sub"), "destination": str(user / "sub2")}),
+        ("write_file", {"path": f"{ws}/a.txt", "content": "see / and ~ and .. and " + str(user)}),
+        ("create_directory", {"path": f"{ws}/new"}), ("run_command", {"command": f"mv {ws}/a {ws}/b"}),
+    ]:
+        assert decide(g, tool, args, ws) is None, (tool, args)
+
+
+@pytest.mark.parametrize(("tool", "args", "expected"), [
+    ("move_file", {}, True), ("moveFile", {}, True), ("fs.rename", {}, True), ("delete_file", {}, True),
+    ("rmdir", {}, True), ("write_file", {}, True), ("edit_file", {}, True), ("create_directory", {}, True),
+    ("copy", {}, True), ("ln", {}, True), ("chmod_path", {}, True), ("truncate", {}, True),
+    ("anything", {"source": "a", "destination": "b"}, True), ("x", {"newPath": "b"}, True),
+    ("x", {"opts": {"target": "b"}}, True), ("bash", {"command": "mv a b"}, True),
+    ("bash", {"command": "echo hi; find . -exec rm {} +"}, True), ("bash", {"cmd": "sh -c 'rm -rf x'"}, True),
+    ("bash", {"argv": ["tar", "-xf", "a.tar"]}, True), ("bash", {"command": "/usr/bin/unlink x"}, True),
+    ("read_text_file", {"path": "/"}, False), ("list_directory", {"path": "/"}, False),
+    ("search_files", {"path": "/", "pattern": "x"}, False), ("directory_tree", {"path": "/"}, False),
+    ("bash", {"command": "ls -la ~; cat notes.md | wc -l"}, False), ("get_file_info", {"path": "/"}, False),
+])
+def test_a_call_that_can_mutate_is_told_by_its_verbs_argument_names_and_programs(
+        tool: str, args: dict[str, Any], expected: bool) -> None:
+    assert mutates(tool, args) is expected
+
+
+def test_a_renamed_home_and_a_moved_policy_file_are_still_known_by_their_inode_issue_22(
+        tree: dict[str, Path]) -> None:
+    """Identity, not only path: the home renamed by anything the gateway did not see is still its home."""
+    user, home = tree["user"], tree["home"]
+    shared = user / "shared"
+    shared.mkdir()
+    (shared / "team.yaml").write_text("rules: []\n")
+    g = ProtectedSet.build(home, [home / "policy.yaml", shared / "team.yaml"],
+                           token_files=[home / "run" / "gateway.token"], ledger_paths=[home / "ledger.db"])
+    moved = user / "moved"
+    os.rename(home, moved)
+    os.rename(shared, user / "old")
+    try:
+        for path in (moved / "policy.yaml", moved / "run" / "gateway.token", moved / "run", moved,
+                     moved / "new.yaml", moved / "run" / "new" / "x", user / "old" / "team.yaml",
+                     tree["ws"] / "home-link" / "policy.yaml"):
+            for tool in ("read_text_file", "write_file"):
+                assert decide(g, tool, {"path": str(path)}, tree["ws"]) is not None, (tool, path)
+        assert decide(g, "write_file", {"path": str(user / "old" / "other.yaml")}, tree["ws"]) is None
+        assert decide(g, "read_text_file", {"path": str(tree["ws"] / "notes.md")}, tree["ws"]) is None
+    finally:
+        os.rename(moved, home)

@@ -30,6 +30,16 @@ link made or swapped between this check and the server's open, and paths a
 program computes (`cat $(printf ...)`). The sandbox (bubblewrap) is the
 answer to those.
 
+Renaming an ancestor moves every protected path out from under its name
+(`move_file ws/p ws/q` with the home at `ws/p/home`). Two layers: a call that
+can mutate (`mutates`: its tool's verbs, its argument names, a command line
+with a mutating program) may not name a protected root or any ancestor of one
+in a path argument or a command word (reads and listings of `/` or `~` stay
+allowed); and identity: the (device, inode) of the protected directories
+(the home and the directories directly in it, the state and installation directories)
+and files are kept, and an existing path whose file, or any existing ancestor,
+has one of them is refused, so a home renamed by other means is still known.
+
 The set is built once (at start and on each policy reload); `check` only
 resolves strings that can be paths, with a short-lived realpath cache.
 """
@@ -86,6 +96,35 @@ _SPECIAL = re.compile(r"[/\\~$%:<>|;&`\s]")
 #: A string a shell would split into several words.
 _SHELLY = re.compile(r"[<>|;&`\s]")
 _JSON_OPENERS = ("{", "[")
+#: Words of a tool name that say it can move, delete or replace what a path names.
+MUTATING_VERBS = frozenset((
+    "move", "mv", "rename", "delete", "del", "remove", "rm", "unlink", "rmdir", "write", "edit", "create",
+    "mkdir", "copy", "cp", "ln", "link", "symlink", "chmod", "chown", "truncate", "replace", "put", "save",
+    "upload", "patch", "append", "extract", "unzip", "untar", "overwrite", "set", "update", "modify", "apply",
+    "restore", "mount", "install", "trash", "purge", "erase", "wipe", "clean", "mirror", "sync", "archive",
+))
+#: Argument names that say a call moves or copies something (the value of either end may be an ancestor).
+MUTATING_KEYS = frozenset(k.casefold() for k in (
+    "source", "destination", "from", "to", "src", "dest", "dst", "target", "newPath", "oldPath", "new_path",
+    "old_path", "newName", "new_name", "destination_path", "source_path", "destinationPath", "sourcePath",
+))
+#: Programs of a command line that move, delete or replace what their arguments name.
+MUTATING_PROGRAMS = frozenset((
+    "mv", "rm", "rmdir", "cp", "ln", "rsync", "chmod", "chown", "chgrp", "tar", "unlink", "install",
+    "truncate", "shred", "rename", "mkdir", "dd", "git", "unzip", "mount", "bsdtar", "cpio", "trash",
+    "trash-put", "gio", "python", "python3", "node", "perl", "ruby", "deno", "bun",
+))
+#: find(1) actions that change what it finds.
+_FIND_ACTIONS = frozenset(("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls"))
+_TOOL_WORDS = re.compile(r"[a-z]+|[A-Z][a-z]*|[0-9]+")
+#: A mutating program or find action as a word of a command line, once quotes and backslashes are
+#: taken out (`r\\m`, `'rm'`, `"r"m`); by basename (`/bin/rm`). A cheap over-approximation: it only
+#: decides whether the line's words are also checked as ancestors.
+_MUTATING_WORD = re.compile(
+    r"(?:^|[\s/;&|(`$={}])(?:" + "|".join(re.escape(p) for p in sorted({*MUTATING_PROGRAMS, *_FIND_ACTIONS},
+                                                                        key=len, reverse=True))
+    + r")(?=$|[\s;&|)`}])")
+_UNQUOTE = str.maketrans("", "", "'\"\\")
 _SPLIT = re.compile(r"[\s<>|;&`()'\"]+")
 _STRIP = "\"'`()<>;|&{}"
 
@@ -131,10 +170,21 @@ class ProtectedSet:
         self.user_home = user_home
         self.cwd = cwd or os.getcwd()
         self._realpath = CachedRealpath(ttl=_TTL, size=8192)
-        self._covered: dict[str, tuple[float, tuple[str, str] | None]] = {}
-        self._reached: dict[tuple[str, tuple[str, ...]], tuple[float, tuple[str, str] | None]] = {}
+        self._covered: dict[tuple[str, bool], tuple[float, tuple[str, str] | None]] = {}
+        self._reached: dict[tuple[str, tuple[str, ...], bool], tuple[float, tuple[str, str] | None]] = {}
         #: (st_dev, st_ino) of the protected files and of the files in the home when the set was built
         self.inodes: dict[tuple[int, int], str] = {}
+        #: ... of the protected files themselves (found whatever their link count: a renamed directory)
+        self.file_inodes: dict[tuple[int, int], str] = {}
+        #: ... of the protected directories: the home and every directory in it, state, installation
+        self.dir_inodes: dict[tuple[int, int], str] = {}
+        #: every proper ancestor of a protected entry, case-folded: renaming one renames the entry
+        self.ancestors = frozenset(a for p in (*self.files, *dict(self.dirs)) for a in _parents(p))
+        #: the last one to three segments of each protected directory: where it would be found again
+        #: under an ancestor renamed behind the gateway's back (`q/home` after `mv p q`)
+        self.tails: tuple[str, ...] = ()
+        #: stat results of this call's check (an ancestor is stat'ed once per call)
+        self._stats: dict[str, tuple[int, int] | None] = {}
         #: the last path segment of every protected entry: a bare word worth resolving
         self.names = frozenset(p.rsplit("/", 1)[-1] for p in (*self.files, *dict(self.dirs)) if p.strip("/"))
 
@@ -176,22 +226,45 @@ class ProtectedSet:
             for path, label in install_paths():
                 add(dirs, path, label)
         inodes: dict[tuple[int, int], str] = {}
+        file_inodes: dict[tuple[int, int], str] = {}
+        dir_inodes: dict[tuple[int, int], str] = {}
         state_dirs = [Path(os.path.expanduser(str(home))), *(Path(os.path.expanduser(str(p))) for p in extra_dirs)]
         for file in _files_under(state_dirs, written):
             with contextlib.suppress(OSError):
                 st = os.stat(file)
                 if stat.S_ISREG(st.st_mode):
                     inodes.setdefault((st.st_dev, st.st_ino), str(file))
+        for file in written:
+            with contextlib.suppress(OSError):
+                st = os.stat(file)
+                if stat.S_ISREG(st.st_mode):
+                    file_inodes.setdefault((st.st_dev, st.st_ino), str(file))
+        roots = [*state_dirs, *(Path(p) for p, _ in (install_paths() if installation else ()))]
+        for top in [*roots, *_dirs_under(state_dirs)]:
+            with contextlib.suppress(OSError):
+                st = os.stat(top)
+                if stat.S_ISDIR(st.st_mode):
+                    dir_inodes.setdefault((st.st_dev, st.st_ino), str(top))
         guard = cls(dirs, files, os.path.expanduser("~"))
         guard.inodes = inodes
+        guard.file_inodes = file_inodes
+        guard.dir_inodes = dir_inodes
+        tails: dict[str, None] = {}
+        for top in roots:
+            parts = [p for p in str(top).split("/") if p]
+            for k in range(1, min(3, len(parts)) + 1):
+                tails.setdefault("/".join(parts[-k:]), None)
+        guard.tails = tuple(tails)
         return guard
 
     # ------------------------------------------------------------------ one path
 
-    def covers(self, path: str) -> tuple[str, str] | None:
-        """(label, protected form) when the absolute `path`, in any resolution, is protected."""
+    def covers(self, path: str, ancestor: bool = False) -> tuple[str, str] | None:
+        """(label, protected form) when the absolute `path`, in any resolution, is protected;
+        `ancestor`: also when it is an ancestor of a protected path (a call that can move it)."""
         now = time.monotonic()
-        cached = self._covered.get(path)
+        key = (path, ancestor)
+        cached = self._covered.get(key)
         if cached is not None and now - cached[0] < _TTL:
             return cached[1]
         if "\x00" in path:
@@ -207,24 +280,67 @@ class ProtectedSet:
                 forms.add(self._realpath(lexical))  # as Node's path.resolve does first
         result: tuple[str, str] | None = None
         for form in forms:
-            hit = self._covers_one(_fold(form))
+            folded = _fold(form)
+            hit = self._covers_one(folded)
             if hit is not None:
                 result = (hit, form)
                 break
-        if result is None and self.inodes and len(path) <= _PATH_MAX:
-            # Another name for a protected file (a hard link) has the same inode, and a link count over 1.
-            try:
-                st = os.stat(path)
-            except (OSError, ValueError):
-                st = None
-            if st is not None and st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
-                other = self.inodes.get((st.st_dev, st.st_ino))
-                if other is not None:
-                    result = (f"a hard link to a file of the gateway's ({other})", other)
+            if ancestor and folded in self.ancestors:
+                result = ("a directory holding the gateway's own files (moving, deleting or replacing it "
+                          "would move them)", form)
+                break
+        if result is None and len(path) <= _PATH_MAX:
+            result = self._identity(path, forms, ancestor)
         if len(self._covered) >= 8192:
             self._covered.clear()
-        self._covered[path] = (now, result)
+        self._covered[key] = (now, result)
         return result
+
+    def _identity(self, path: str, forms: Iterable[str], ancestor: bool = False) -> tuple[str, str] | None:
+        """By (device, inode): a protected file under another name (a hard link, a renamed parent), or
+        a path inside a protected directory that was renamed (its ancestors are stat'ed once a call)."""
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            st = None
+        if st is not None:
+            ident = (st.st_dev, st.st_ino)
+            if stat.S_ISREG(st.st_mode):
+                other = self.file_inodes.get(ident)
+                if other is None and st.st_nlink > 1:
+                    other = self.inodes.get(ident)
+                if other is not None:
+                    how = "a hard link to" if st.st_nlink > 1 else "under another name:"
+                    return (f"{how} a file of the gateway's ({other})", other)
+            elif stat.S_ISDIR(st.st_mode):
+                other = self.dir_inodes.get(ident)
+                if other is not None:
+                    return (f"a directory of the gateway's under another name ({other})", other)
+                for tail in self.tails if ancestor else ():
+                    # a directory that holds a protected one moved here (its lower names kept)
+                    with contextlib.suppress(OSError, ValueError):
+                        inner = os.stat(os.path.join(path, tail))
+                        other = self.dir_inodes.get((inner.st_dev, inner.st_ino))
+                        if other is not None:
+                            return (f"a directory holding a directory of the gateway's under another name "
+                                    f"({other})", other)
+        if not self.dir_inodes:
+            return None
+        stats = self._stats
+        for form in forms:
+            for parent in _parents(form):
+                ident2 = stats.get(parent, ())
+                if ident2 == ():
+                    try:
+                        pst = os.stat(parent)
+                        ident2 = (pst.st_dev, pst.st_ino)
+                    except (OSError, ValueError):
+                        ident2 = None
+                    stats[parent] = ident2
+                if ident2 is not None and ident2 in self.dir_inodes:
+                    other = self.dir_inodes[ident2]
+                    return (f"a path inside a directory of the gateway's under another name ({other})", other)
+        return None
 
     def _covers_one(self, folded: str) -> str | None:
         label = self.files.get(folded)
@@ -273,20 +389,21 @@ class ProtectedSet:
         out.extend(seen)
         return out
 
-    def reaches(self, text: str, bases: tuple[str, ...]) -> tuple[str, str] | None:
-        """Is `text` (one path-like word) a protected path, absolute or relative to any of `bases`?"""
+    def reaches(self, text: str, bases: tuple[str, ...], ancestor: bool = False) -> tuple[str, str] | None:
+        """Is `text` (one path-like word) a protected path, absolute or relative to any of `bases`?
+        `ancestor`: or an ancestor of one (in a call that can move, delete or replace it)."""
         now = time.monotonic()
-        key = (text, bases)
+        key = (text, bases, ancestor)
         cached = self._reached.get(key)
         if cached is not None and now - cached[0] < _TTL:
             return cached[1]
-        result = self._reaches(text, bases)
+        result = self._reaches(text, bases, ancestor)
         if len(self._reached) >= 8192:
             self._reached.clear()
         self._reached[key] = (now, result)
         return result
 
-    def _reaches(self, text: str, bases: tuple[str, ...]) -> tuple[str, str] | None:
+    def _reaches(self, text: str, bases: tuple[str, ...], ancestor: bool) -> tuple[str, str] | None:
         for spelling in self.spellings(text):
             if spelling.startswith("/"):
                 candidates: Iterable[str] = (spelling,)
@@ -295,15 +412,18 @@ class ProtectedSet:
             else:
                 candidates = (os.path.join(b, spelling) for b in bases)
             for candidate in candidates:
-                hit = self.covers(candidate)
+                hit = self.covers(candidate, ancestor)
                 if hit is not None:
                     return hit
         return None
 
     # ------------------------------------------------------------------ a call's arguments
 
-    def check(self, args: Any, cwd_candidates: Iterable[str] = ()) -> Finding | None:
+    def check(self, args: Any, cwd_candidates: Iterable[str] = (), *, mutating: bool = False) -> Finding | None:
         """The first argument value that names a protected path, else None.
+
+        `mutating`: the call can move, delete or replace what it names (see `mutates`): a path
+        argument or command word naming an ancestor of a protected path is a finding too.
 
         `cwd_candidates`: the directories a relative path may be resolved in by the upstream
         (its working directory, its allowed directories). The gateway's own working directory
@@ -312,12 +432,86 @@ class ProtectedSet:
         bases = cwd_candidates if isinstance(cwd_candidates, tuple) else tuple(cwd_candidates)
         if self.cwd not in bases:
             bases = (*bases, self.cwd)
-        walker = _Walk(self, bases)
+        walker = _Walk(self, bases, mutating)
+        self._stats = {}
         try:
             walker.walk(args, "", "", 0)
         except _Found as found:
             return found.finding
         return None
+
+
+def _parents(path: str) -> list[str]:
+    """The proper ancestors of an absolute path, nearest first, ending with `/`."""
+    out: list[str] = []
+    while True:
+        parent = path.rsplit("/", 1)[0] or "/"
+        if parent == path or not path.startswith("/"):
+            return out
+        out.append(parent)
+        path = parent
+
+
+def _dirs_under(dirs: Iterable[Path], limit: int = 256) -> list[Path]:
+    """The directories directly in the state directories (`run/`, `sessions/`...), bounded: long-lived
+    ones (an inode of a deleted directory may be given to a new one elsewhere)."""
+    out: list[Path] = []
+    for top in dirs:
+        with contextlib.suppress(OSError), os.scandir(top) as entries:
+            out.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+        if len(out) >= limit:
+            return out[:limit]
+    return out
+
+
+def mutates(tool: str, args: Any) -> bool:
+    """Whether a tools/call can move, delete or replace what its arguments name: a verb of its tool's
+    name, an argument naming both ends of a move, or a command line with a mutating program."""
+    if _mutating_name(tool):
+        return True
+    return _mutating_args(args, 0)
+
+
+def _mutating_name(tool: str) -> bool:
+    cached = _NAME_CACHE.get(tool)
+    if cached is None:
+        words = {w.casefold() for w in _TOOL_WORDS.findall(tool)}
+        cached = not words.isdisjoint(MUTATING_VERBS)
+        if len(_NAME_CACHE) < 4096:
+            _NAME_CACHE[tool] = cached
+    return cached
+
+
+_NAME_CACHE: dict[str, bool] = {}
+
+
+def _mutating_args(value: Any, depth: int) -> bool:
+    if depth > 8:
+        return True  # too deep to tell: the cautious answer
+    if type(value) is dict or (type(value) is not list and isinstance(value, Mapping)):
+        for k, v in value.items():
+            folded = str(k).casefold()
+            if folded in MUTATING_KEYS:
+                return True
+            if folded in COMMAND_KEYS and isinstance(v, str) and _mutating_command(v):
+                return True
+            kind = type(v)
+            if kind is str:
+                continue
+            if (kind is dict or kind is list or isinstance(v, Mapping)) and _mutating_args(v, depth + 1):
+                return True
+            if kind is list and folded in COMMAND_KEYS and _mutating_command(" ".join(str(x) for x in v[:256])):
+                return True
+    elif type(value) is list:
+        return any(type(v) is not str and isinstance(v, Mapping | list) and _mutating_args(v, depth + 1)
+                   for v in value[:1024])
+    return False
+
+
+def _mutating_command(text: str) -> bool:
+    """A command line naming a mutating program (by its basename, at any nesting: `sh -c '...'`) or a
+    find action, quotes and escapes disregarded."""
+    return _MUTATING_WORD.search(text.translate(_UNQUOTE).casefold()) is not None
 
 
 def _files_under(dirs: Iterable[Path], files: Iterable[Path], limit: int = 5000) -> list[Path]:
@@ -353,12 +547,13 @@ class _Found(Exception):
 
 
 class _Walk:
-    __slots__ = ("bases", "count", "guard")
+    __slots__ = ("bases", "count", "guard", "mutating")
 
-    def __init__(self, guard: ProtectedSet, bases: tuple[str, ...]) -> None:
+    def __init__(self, guard: ProtectedSet, bases: tuple[str, ...], mutating: bool = False) -> None:
         self.guard = guard
         self.bases = bases
         self.count = 0
+        self.mutating = mutating
 
     def walk(self, value: Any, where: str, key: str, depth: int) -> None:
         self.count += 1
@@ -407,11 +602,11 @@ class _Walk:
             if isinstance(inner, dict | list):
                 self.walk(inner, f"{where}#json", key, 1)
         spaced = _SHELLY.search(stripped) is not None
+        command = folded_key in COMMAND_KEYS
         if not spaced or path_key:
-            self.word(stripped, where, path_key=path_key)
+            self.word(stripped, where, path_key=path_key, command=command)  # an argv word is a command word
         if not spaced:
             return
-        command = folded_key in COMMAND_KEYS
         if command and len(value) <= MAX_TEXT:
             # A command line: each word, as the shell splits it (quotes and escapes removed); a quoted
             # word with spaces in it (`sh -c 'cat ...'`) is a command line of its own.
@@ -419,7 +614,7 @@ class _Walk:
                 if _SHELLY.search(w) is not None and len(w) < len(value):
                     self.text(w, where, key)
                 else:
-                    self.word(w, where, path_key=False, shell=True)
+                    self.word(w, where, path_key=False, shell=True, command=True)
         elif (command or "\n" not in stripped) and _PATHY.search(stripped) is not None:
             # A one-line text a shell may run, or a command line too long for shlex (pure Python, about
             # a microsecond a character): its path-like words, by a cheap split (bare words are not paths).
@@ -427,8 +622,9 @@ class _Walk:
                 if _PATHY.search(w) is not None:
                     self.word(w, where, path_key=False, shell=True)
 
-    def word(self, word: str, where: str, *, path_key: bool, shell: bool = False) -> None:
+    def word(self, word: str, where: str, *, path_key: bool, shell: bool = False, command: bool = False) -> None:
         guard = self.guard
+        ancestor = self.mutating and (path_key or command)
         word = word.strip(_STRIP) if shell else word
         if not word or len(word) > MAX_PATH:
             return
@@ -451,7 +647,7 @@ class _Walk:
                     and piece.casefold() not in guard.names and not path_key \
                     and not (shell and any(os.path.islink(os.path.join(b, piece)) for b in self.bases)):
                 continue
-            hit = guard.reaches(piece, self.bases)
+            hit = guard.reaches(piece, self.bases, ancestor)
             if hit is not None:
                 raise _Found(Finding(where, word, hit[1], hit[0]))
 
@@ -474,4 +670,5 @@ def _words(text: str) -> list[str]:
         return text.split()
 
 
-__all__ = ["COMMAND_KEYS", "MAX_VALUES", "PATH_KEYS", "RULE_ID", "Finding", "ProtectedSet", "install_paths"]
+__all__ = ["COMMAND_KEYS", "MAX_VALUES", "MUTATING_KEYS", "MUTATING_PROGRAMS", "MUTATING_VERBS", "PATH_KEYS",
+           "RULE_ID", "Finding", "ProtectedSet", "install_paths", "mutates"]

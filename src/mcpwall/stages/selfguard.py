@@ -6,7 +6,9 @@ a call whose arguments name a path of the `ProtectedSet` (see
 `mcpwall.security.selfguard`) is refused with -32001 and rule id
 `mcpwall.self-protection`, whatever the profile, the corp layer or the
 allowlist say, and in audit mode too: an agent that could write `mode: audit`
-would otherwise switch the firewall off with its first call.
+would otherwise switch the firewall off with its first call. A tools/call that
+can move, delete or replace what it names (`mutates`) may not name an ancestor
+of a protected path either.
 
 The set is built when the gateway is bound and again on every policy reload
 (the `extends` chain may change); the directories a relative path may be
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.protocol import ErrorCode
-from mcpwall.security.selfguard import RULE_ID, Finding, ProtectedSet
+from mcpwall.security.selfguard import RULE_ID, Finding, ProtectedSet, mutates
 from mcpwall.stages._base import Reject, RequestContext, Stage
 
 if TYPE_CHECKING:
@@ -129,6 +131,17 @@ class SelfGuardStage(Stage):
         store.listeners.append(self._rebuild)
         if hasattr(store, "hold_listeners"):
             store.hold_listeners.append(self._held)
+        if hasattr(store, "writers"):
+            store.writers.append(self._unanswered)
+
+    def _unanswered(self) -> str | None:
+        """A tools/call some server may still run after the gateway stopped waiting for it."""
+        for up in (self.gateway.servers.values() if self.gateway is not None else ()):
+            probe = getattr(up, "unanswered_call", None)
+            found = probe() if probe is not None else None
+            if found:
+                return str(found)
+        return None
 
     def _rebuild(self, compiled: Any) -> None:
         source = compiled.source
@@ -154,7 +167,8 @@ class SelfGuardStage(Stage):
         if dirs is None:
             dirs = self.dirs[ctx.server or ""] = server_dirs(getattr(ctx.gateway.servers.get(ctx.server or ""),
                                                                      "spec", None))
-        finding = self.guard.check(value, dirs)
+        mutating = method == "tools/call" and mutates(str(ctx.params.get("name") or ""), value)
+        finding = self.guard.check(value, dirs, mutating=mutating)
         if finding is None:
             return None
         self.refused += 1
