@@ -32,7 +32,7 @@ tests:
     expect: block
     matchReason: sensitive
   - name: credentials are redacted
-    tool: login
+    tool: write_file
     args: {path: /workspace/x, password: hunter2}
     expect: redact
 """

@@ -80,12 +80,40 @@ def test_c7_an_invalid_regex_refuses_the_policy(write_policy: Callable[..., Path
     assert (info.value.line, info.value.rule_id) == (2, "bad")
 
 
-def test_c12_constraints_on_absent_arguments_do_not_deny() -> None:
-    """Seatbelt denies when *any* constrained argument is missing, so its own
-    allow-workspace-filesystem rule (constraints on filePath AND path) never allows."""
+@pytest.mark.parametrize("kind", ["equals", "in", "startsWith", "regex", "notIn"])
+def test_a_constraint_whose_argument_is_absent_fails_whatever_its_kind_issue_29(kind: str) -> None:
+    """Issue 29, item 1: `db in [prod, staging]` allowed a call that left `db` out. As in seatbelt,
+    a constrained argument that is absent (or null) fails the constraint, which denies."""
+    values = {"equals": "['prod']", "in": "[prod, staging]", "startsWith": "[prod]", "regex": "['^prod$']",
+              "notIn": "[dev]"}[kind]
+    p = compile_text(rules(f"id: query-db\ntools: [query]\naction: allow\n"
+                           f"argConstraints: [{{argName: db, constraint: {kind}, values: {values}}}]"))
+    assert decide(p, "query", {"db": "prod", "sql": "select 1"}).action == "allow"
+    for args in ({"sql": "select 1"}, {"db": None, "sql": "select 1"}, {}):
+        decision = decide(p, "query", args)
+        assert decision.action == "deny", args
+        assert any("Arg 'db' is missing" in r for r in decision.reasons)
+    assert decide(p, "query", {"db": "dev"}).action == "deny"
+
+
+def test_the_default_workspace_rule_allows_path_tools_inside_workspace_and_is_no_trap() -> None:
+    """Issue 27, item 4: the shipped rule's unanchored '/workspace/' with a constraint that then failed
+    denied any path merely containing /workspace/, even one a user's own allow rule allowed."""
     default = PolicyEngine.from_template("default").compiled
     assert decide(default, "read_file", {"path": "/workspace/a"}).action == "allow"
-    assert decide(default, "read_file", {"filePath": "/workspace/a"}).action == "allow"
+    assert decide(default, "read_text_file", {"path": "/workspace/../etc/hosts"}).action == "deny"
+    assert decide(default, "move_file", {"source": "/home/u/notes.txt", "destination": "/workspace/y"}).action \
+        == "deny"
+    import yaml
+
+    shipped = (Path(__file__).resolve().parents[2] / "src" / "mcpwall" / "policy" / "templates" / "default.yaml")
+    doc = yaml.safe_load(shipped.read_text())
+    doc["rules"].append({"id": "mine", "tools": ["read_file"], "target": "file", "match": "pattern",
+                         "values": ["^/home/u/workspace/"], "action": "allow"})
+    with_mine = compile_text(yaml.safe_dump(doc))
+    decision = decide(with_mine, "read_file", {"path": "/home/u/workspace/a"})
+    assert decision.action == "allow", decision.reasons
+    assert "allow-workspace-filesystem" not in decision.rule_ids
 
 
 def test_c13_a_profile_rule_cannot_reuse_a_corp_rule_id(write_policy: Callable[..., Path]) -> None:

@@ -129,7 +129,8 @@ argConstraints:
   - {argName: subcommand, constraint: notIn, values: [push]}"""))
         assert decide(p, "git", {"subcommand": value}).action == expected
 
-    def test_constraints_on_absent_arguments_do_not_apply(self) -> None:
+    def test_every_constraint_must_hold_so_an_absent_argument_denies(self) -> None:
+        """Issue 29, item 1 (seatbelt's rule): the constraint on `filePath` fails when only `path` is sent."""
         p = compile_text(rules("""id: ws
 target: file
 match: pattern
@@ -138,8 +139,8 @@ action: allow
 argConstraints:
   - {argName: filePath, constraint: startsWith, values: ['/workspace/']}
   - {argName: path, constraint: startsWith, values: ['/workspace/']}"""))
-        assert decide(p, "read", {"path": "/workspace/x"}).action == "allow"
-        # The rule matched, but none of its constrained arguments is present: deny.
+        assert decide(p, "read", {"path": "/workspace/x"}).action == "deny"
+        assert decide(p, "read", {"path": "/workspace/x", "filePath": "/workspace/x"}).action == "allow"
         assert decide(p, "copy", {"source": "/workspace/x", "dest": "/tmp/y"}).action == "deny"
 
 

@@ -162,13 +162,13 @@ def _texts_inside(value: Any, limit: int = 256) -> list[str]:
 
 def _constraint_failure(rule: CRule, facts: Facts) -> str | None:
     """None when the constraints hold; else why the call must be denied."""
-    applicable = 0
     spellings: tuple[str, ...]
     for c in rule.constraints:
         raw = _lookup(facts.call.arguments, c.arg)
         if raw is None:
-            continue
-        applicable += 1
+            # Leaving the constrained argument out must not get past the constraint (issue 29):
+            # it fails, whatever its kind, as in seatbelt ("Arg 'db' is missing").
+            return f"Arg '{c.arg}' is missing (constraint {c.kind} {list(c.values)!r})"
         if isinstance(raw, str):
             canonical, spellings = raw, (raw,)
             for v in facts.values:
@@ -195,9 +195,6 @@ def _constraint_failure(rule: CRule, facts: Facts) -> str | None:
             ok = not any(s.strip().casefold() in c.folded for s in (*spellings, canonical, *inner))
         if not ok:
             return f"Arg '{c.arg}'={canonical!r} fails {c.kind} {list(c.values)!r}"
-    if rule.constraints and applicable == 0:
-        names = ", ".join(c.arg for c in rule.constraints)
-        return f"none of the constrained arguments ({names}) is present"
     return None
 
 
