@@ -26,6 +26,7 @@ from mcpwall.ledger import (
     Event,
     LedgerConfigError,
     LedgerOptions,
+    LedgerRolledBack,
     open_ledger,
     parse_url,
 )
@@ -150,7 +151,9 @@ def test_the_key_is_generated_private_or_taken_from_the_environment(tmp_path: Pa
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     assert len(key.read_text().strip()) == 64
     monkeypatch.setenv(KEY_ENV, "another key")
-    with open_ledger(tmp_path) as ledger:
+    with pytest.raises(LedgerRolledBack, match="altered"):  # a writer refuses: its head anchor does not verify
+        open_ledger(tmp_path)
+    with open_ledger(tmp_path, create=False) as ledger:  # the verifier names the first row the key breaks
         report = ledger.verify(use_checkpoint=False)
         assert not report.ok
         assert report.first_bad_seq == 1

@@ -331,7 +331,8 @@ def test_a_port_in_use_is_a_failure_exit_1(tmp_path: Path) -> None:
         done = subprocess.run([str(MCPWALL), "proxy", "--home", str(tmp_path), "--servers", str(servers),
                                "--port", str(port)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr  # uvicorn's own 3 is not one of SPEC 2's codes
-    assert "address already in use" in done.stderr
+    assert f"port {port} is already in use" in done.stderr
+    assert "--port" in done.stderr
 
 
 def test_wrapping_a_command_that_cannot_start_answers_why_and_exits_1(tmp_path: Path) -> None:
