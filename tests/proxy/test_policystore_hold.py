@@ -85,3 +85,27 @@ def test_a_change_with_nothing_in_flight_loads_at_once_and_a_touch_r_is_still_a_
     assert store.changed()
     assert store.seen_change() is True
     assert store.current.revision != revision
+
+
+def test_a_call_its_server_may_still_run_holds_a_change_and_a_failing_probe_holds_too_issue_22(
+        store: PolicyStore, tmp_path: Path) -> None:
+    """The `writers` probes: a call the gateway gave up on but its server has not answered (review B2)."""
+    running: list[str] = ["fs/move_file (id 7, given up on but not answered by the server)"]
+    store.writers.append(lambda: running[0] if running else None)
+    revision = store.current.revision
+    (tmp_path / "base.yaml").write_text(CHANGED)
+    assert store.seen_change() is False
+    assert store.held is not None
+    assert "move_file" in store.held["call"]
+    assert store.current.revision == revision
+    running.clear()
+    assert store.load_now() is True
+    (tmp_path / "base.yaml").write_text(BASE)
+    assert store.seen_change() is True  # nothing unanswered: live again
+
+    def broken() -> str | None:
+        raise RuntimeError("no answer")
+
+    store.writers.append(broken)
+    (tmp_path / "base.yaml").write_text(CHANGED)
+    assert store.seen_change() is False

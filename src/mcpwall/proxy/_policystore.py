@@ -14,6 +14,13 @@ until `load_now()` (`mcpwall policy reload`, through the admin API with the
 gateway's token) or a program's own `reload()`. SIGHUP (`sighup()`) is a change
 seen: it reloads when nothing could have written the file and never releases
 a hold, since an agent with a shell can send a signal as easily as a person.
+
+A call's end at the gateway is not its end at the server: a server told to
+cancel (or timed out) may still run it, a stalled Node event loop seconds or
+minutes later. The `writers` probes (the self-protection stage asks each
+upstream for a tools/call it gave up on and the server has not answered, see
+`UpstreamServer.unanswered_call`) hold a change until that call is answered, its
+server has exited, or (HTTP) its timeout and a margin have passed.
 """
 
 from __future__ import annotations
@@ -59,6 +66,8 @@ class PolicyStore:
         self._inflight: dict[int, Any] = {}
         self._grace_until = 0.0
         self._grace_call = ""
+        #: callables naming a call that may still write although it ended at the gateway, or None
+        self.writers: list[Any] = []
 
     def _load(self) -> CompiledPolicy:
         if self.path is None and self.candidate is not None and self.candidate.exists():
@@ -105,6 +114,13 @@ class PolicyStore:
             return f"{_label(call)} (in flight)"
         if time.monotonic() < self._grace_until:
             return f"{self._grace_call} (ended less than {GRACE_S:g} s before)"
+        for probe in self.writers:
+            try:
+                found = probe()
+            except Exception:  # a probe that fails cannot vouch that nothing writes
+                found = "a call the gateway could not account for"
+            if found:
+                return str(found)
         return None
 
     def _changed_files(self) -> list[str]:

@@ -40,6 +40,11 @@ BREAKER_THRESHOLD = 5
 BREAKER_OPEN_S = 30.0
 #: A half-open probe not settled within the longest request timeout (300 s) is presumed lost.
 PROBE_LEASE_S = 310.0
+#: An HTTP upstream may never answer a call it was told to cancel: after its timeout and this margin it
+#: is presumed ended (a stdio one runs until it answers or exits; issue 22, the policy reload hold).
+UNANSWERED_MARGIN_S = 60.0
+#: Calls given up on but not answered that are remembered one by one; beyond, the server as a whole.
+MAX_UNANSWERED = 1024
 
 
 class UpstreamError(Exception):
@@ -115,6 +120,7 @@ class Pending:
     downstream_id: RequestId | None
     progress_token: Any = None
     emit: Any = None
+    timeout: float = 0.0
 
 
 @dataclass
@@ -157,6 +163,9 @@ class UpstreamServer:
         self._restart_task: asyncio.Task[None] | None = None
         self._generation = 0
         self.started_at: float | None = None
+        #: tools/calls the gateway stopped waiting for (cancelled, timed out) that the server has not
+        #: answered: it may still run them (uid -> generation, deadline or None, label)
+        self.unanswered: dict[RequestId, tuple[int, float | None, str]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -315,6 +324,8 @@ class UpstreamServer:
     def _fail_all(self, message: str, reason: str) -> None:
         pending, self.pending = self.pending, {}
         self.progress.clear()
+        if not self.spec.url:
+            self.unanswered.clear()  # a stdio server that exited runs nothing more
         for p in pending.values():
             if not p.future.done():
                 p.future.set_exception(UpstreamError(message, reason))
@@ -344,7 +355,7 @@ class UpstreamServer:
         if on_sent is not None:
             on_sent(uid)
         loop = asyncio.get_running_loop()
-        entry = Pending(loop.create_future(), method, session_id, downstream_id, emit=emit)
+        entry = Pending(loop.create_future(), method, session_id, downstream_id, emit=emit, timeout=timeout)
         out_params = params
         meta = params.get("_meta") if params else None
         if isinstance(meta, dict) and "progressToken" in meta:
@@ -372,6 +383,8 @@ class UpstreamServer:
             self.pending.pop(uid, None)
             if entry.progress_token is not None:
                 self.progress.pop(f"mcpwall-{uid}", None)
+            if method == "tools/call" and not _settled(entry.future):
+                self._given_up(uid, entry, params)
 
     async def cancel(self, uid: RequestId, reason: str) -> None:
         """Tell the upstream we no longer want request `uid`."""
@@ -405,11 +418,41 @@ class UpstreamServer:
             return
         rid = msg.get("id")
         entry = self.pending.get(rid) if isinstance(rid, int | str) else None
+        if entry is None and isinstance(rid, int | str) and self.unanswered.pop(rid, None) is not None:
+            log.info("[%s] late answer to call %r, which the gateway stopped waiting for", self.name, rid)
+            return
         if entry is None:
             log.warning("[%s] dropped a response with unknown id %r", self.name, rid)
             return
         if not entry.future.done():
             entry.future.set_result(msg)
+
+    def _given_up(self, uid: RequestId, entry: Pending, params: dict[str, Any] | None) -> None:
+        """A tools/call the gateway stopped waiting for (the client cancelled it, it timed out): the
+        server may still run it, a stalled Node event loop a long time after (issue 22)."""
+        name = params.get("name") if isinstance(params, dict) else None
+        tool = self.catalog.tools.get(name) if isinstance(name, str) else None
+        annotations = tool.get("annotations") if isinstance(tool, dict) else None
+        if isinstance(annotations, dict) and annotations.get("readOnlyHint") is True:
+            return  # annotations are pinned: a read-only tool cannot write a policy file
+        deadline = time.monotonic() + entry.timeout + UNANSWERED_MARGIN_S if self.spec.url else None
+        if len(self.unanswered) >= MAX_UNANSWERED:
+            self.unanswered.pop(next(iter(self.unanswered)))
+            uid, deadline = "(more)", None  # never forgotten: one that is may still run
+        self.unanswered[uid] = (self._generation, deadline, f"{self.name}/{name}")
+
+    def unanswered_call(self) -> str | None:
+        """A tools/call the server may still be running although the gateway no longer waits for it:
+        not answered, the server not restarted since, and (HTTP) not past its timeout and margin."""
+        if not self.unanswered:
+            return None
+        now = time.monotonic()
+        for uid, (generation, deadline, label) in list(self.unanswered.items()):
+            if generation != self._generation or (deadline is not None and now > deadline):
+                del self.unanswered[uid]
+                continue
+            return f"{label} (id {uid}, given up on but not answered by the server)"
+        return None
 
     # ------------------------------------------------------------------ catalog
 
@@ -461,6 +504,14 @@ class UpstreamServer:
 
 def upstream_error_response(request_id: RequestId, exc: UpstreamError, server: str) -> Message:
     return error(request_id, exc.code, str(exc), {"server": server, "reason": exc.reason})
+
+
+def _settled(future: asyncio.Future[Message]) -> bool:
+    """Answered by the server, or failed because it went away (not: cancelled, timed out, unsent)."""
+    if not future.done() or future.cancelled():
+        return False
+    exc = future.exception()
+    return exc is None or isinstance(exc, UpstreamError)
 
 
 def _expire(future: asyncio.Future[Message]) -> None:
