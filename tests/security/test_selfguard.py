@@ -321,3 +321,23 @@ def test_a_renamed_home_and_a_moved_policy_file_are_still_known_by_their_inode_i
         assert decide(g, "read_text_file", {"path": str(tree["ws"] / "notes.md")}, tree["ws"]) is None
     finally:
         os.rename(moved, home)
+
+
+def test_an_extends_path_through_a_symlinked_directory_is_protected_as_written_issue_22(
+        tree: dict[str, Path]) -> None:
+    """`extends: [/x/link/team.yaml]` with /x/link -> /y/team: the loader opens the written path at the
+    next reload, so moving /x (not an ancestor of the resolved file) and putting a file there is refused."""
+    user, home = tree["user"], tree["home"]
+    team = user / "y" / "team"
+    team.mkdir(parents=True)
+    (team / "team.yaml").write_text('version: "1"\nrules: []\n')
+    (user / "x").mkdir()
+    (user / "x" / "link").symlink_to(team)
+    (home / "policy.yaml").write_text(f'version: "1"\nextends: [{user}/x/link/team.yaml]\n')
+    g = protected_set(home, [str(home / "policy.yaml"), str(team / "team.yaml")], {})
+    for tool, args in [("move_file", {"source": str(user / "x"), "destination": str(user / "x-old")}),
+                       ("move_file", {"source": str(user / "x" / "link"), "destination": str(user / "l2")}),
+                       ("write_file", {"path": str(user / "x" / "link" / "team.yaml"), "content": "x"}),
+                       ("delete_file", {"path": str(user / "x")})]:
+        assert decide(g, tool, args, tree["ws"]) is not None, (tool, args)
+    assert decide(g, "write_file", {"path": str(user / "x" / "other.yaml"), "content": "x"}, tree["ws"]) is None

@@ -48,6 +48,7 @@ def protected_set(home: Path, policy_files: Iterable[str | Path], config: Mappin
     if policy_path is not None:
         policy_files.append(policy_path)
     policy_files.append(home / "policy.yaml")
+    policy_files.extend(_extends_as_written(policy_files))
     tokens = [token_path(home), key_path(home), checkpoint_path(home)]
     token_file = getattr(settings, "token_file", None)
     if token_file is not None:
@@ -77,6 +78,25 @@ def protected_set(home: Path, policy_files: Iterable[str | Path], config: Mappin
         state.append(anchor)
     return ProtectedSet.build(home, policy_files, servers_files=getattr(settings, "servers_files", None) or (),
                               token_files=tokens, ledger_paths=ledger, rbac_files=rbac, extra_dirs=state)
+
+
+def _extends_as_written(files: Iterable[str | Path]) -> list[Path]:
+    """Each `extends` entry as the loader opens it, before symlinks are resolved: the policy's files
+    are recorded resolved, and a directory holding a symlink on the way (`/x/link -> /y/team`) could
+    otherwise be moved and a file of the agent's put at the written path for the next reload."""
+    from mcpwall.policy import parse_policy_text
+
+    out: list[Path] = []
+    for file in files:
+        try:
+            resolved = Path(file).expanduser().resolve()
+            doc, _ = parse_policy_text(resolved.read_text(encoding="utf-8"), str(resolved))
+        except Exception:  # not there, not a policy: the loader reports it; nothing to add
+            continue
+        for ext in doc.extends or []:
+            written = Path(os.path.expanduser(ext))
+            out.append(written if written.is_absolute() else resolved.parent / written)
+    return out
 
 
 def _anchor_dir(section: Mapping[str, Any]) -> Path | None:
