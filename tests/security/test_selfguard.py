@@ -341,3 +341,22 @@ def test_an_extends_path_through_a_symlinked_directory_is_protected_as_written_i
                        ("delete_file", {"path": str(user / "x")})]:
         assert decide(g, tool, args, tree["ws"]) is not None, (tool, args)
     assert decide(g, "write_file", {"path": str(user / "x" / "other.yaml"), "content": "x"}, tree["ws"]) is None
+
+
+@pytest.mark.parametrize(("command", "cwd", "refuse"), [
+    ("rm -rf .", "user", True), ("rm -rf *", "user", True), ("rm -rf ./*", "user", True),
+    ("mv * /tmp/away", "user", True), ("rm -rf ~/*", None, True), ("rm -rf {user}/.m*", None, True),
+    ("rm -rf /*", None, True), ("rm -rf ..", "ws", True), ("tar -xf /tmp/a.tar", "user", True),
+    ("unzip /tmp/a.zip", "user", True), ("tar -xf /tmp/a.tar", "ws", False), ("cp a b", "user", False), ("mkdir build", "user", False),
+    ("rm -rf *.o", "ws", False), ("rm {ws}/*.o", None, False), ("ls *", "user", False),
+])
+def test_a_commands_own_cwd_and_its_globs_are_where_it_moves_things_issue_22(
+        tree: dict[str, Path], command: str, cwd: str | None, refuse: bool) -> None:
+    """`rm -rf *` with `cwd: ~` deletes the home: relative words and globs of a mutating command are
+    resolved in the call's own cwd; the cwd itself is not refused for being an ancestor, unless the
+    program writes paths it does not name there (an archive's members)."""
+    g = guard_for(tree)
+    args: dict[str, Any] = {"command": command.format(user=tree["user"], ws=tree["ws"])}
+    if cwd is not None:
+        args["cwd"] = str(tree[cwd])
+    assert (decide(g, "run_command", args, tree["ws"]) is not None) is refuse

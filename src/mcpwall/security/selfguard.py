@@ -89,6 +89,13 @@ COMMAND_KEYS = frozenset(k.casefold() for k in (
     "command", "cmd", "commands", "script", "shell", "code", "commandLine", "command_line", "line", "run",
     "exec", "args", "argv", "stdin", "input", "program", "bash", "sh",
 ))
+#: Argument names of the directory a command runs in: not moved by the call, but where its relative
+#: words and globs are resolved (`rm -rf .` or `rm -rf *` with `cwd: ~`).
+CWD_KEYS = frozenset(k.casefold() for k in ("cwd", "workdir", "working_directory", "workingDirectory", "cwd_path"))
+_GLOB = re.compile(r"[*?\[]")
+#: Programs that write paths their command line does not name (an archive's members) into the
+#: directory they run in: with one of them the call's cwd is itself checked as an ancestor.
+_EXTRACTING = re.compile(r"(?:^|[\s/;&|(`])(?:tar|bsdtar|unzip|cpio|7z|7za|pax|rsync|git|ar)(?=$|[\s;&|)`])")
 #: A string holding none of these cannot name a path, unless it is a bare protected name.
 _PATHY = re.compile(r"[/\\~$%:]")
 #: ... nor be a command line or anything but one plain word.
@@ -433,6 +440,15 @@ class ProtectedSet:
         if self.cwd not in bases:
             bases = (*bases, self.cwd)
         walker = _Walk(self, bases, mutating)
+        if mutating and type(args) is dict:
+            # The call's own working directory: where its relative words and globs move things.
+            given = [os.path.expanduser(v) for k, v in args.items() if type(v) is str and k.casefold() in CWD_KEYS]
+            given = [os.path.abspath(v) for v in given if v.startswith("/")]
+            if given:
+                walker.moved_in = tuple(given)
+                walker.extracting = any(type(v) is str and k.casefold() in COMMAND_KEYS
+                                        and _EXTRACTING.search(v.translate(_UNQUOTE).casefold()) is not None
+                                        for k, v in args.items())
         self._stats = {}
         try:
             walker.walk(args, "", "", 0)
@@ -547,13 +563,17 @@ class _Found(Exception):
 
 
 class _Walk:
-    __slots__ = ("bases", "count", "guard", "mutating")
+    __slots__ = ("bases", "count", "extracting", "guard", "moved_in", "mutating")
 
     def __init__(self, guard: ProtectedSet, bases: tuple[str, ...], mutating: bool = False) -> None:
         self.guard = guard
         self.bases = bases
         self.count = 0
         self.mutating = mutating
+        #: where relative words are resolved for the ancestor check (a call's own cwd, else `bases`)
+        self.moved_in = bases
+        #: the command writes paths it does not name (an archive) into its cwd
+        self.extracting = False
 
     def walk(self, value: Any, where: str, key: str, depth: int) -> None:
         self.count += 1
@@ -625,6 +645,8 @@ class _Walk:
     def word(self, word: str, where: str, *, path_key: bool, shell: bool = False, command: bool = False) -> None:
         guard = self.guard
         ancestor = self.mutating and (path_key or command)
+        if ancestor and path_key and not self.extracting and where.rsplit(".", 1)[-1].casefold() in CWD_KEYS:
+            ancestor = False  # the directory a command runs in is not what it moves (its words are)
         word = word.strip(_STRIP) if shell else word
         if not word or len(word) > MAX_PATH:
             return
@@ -645,9 +667,18 @@ class _Walk:
             # in, as a path argument, or (in a command line) as a symlink there.
             if _PATHY.search(piece) is None and not piece.startswith(".") \
                     and piece.casefold() not in guard.names and not path_key \
+                    and not (ancestor and _GLOB.search(piece) is not None) \
                     and not (shell and any(os.path.islink(os.path.join(b, piece)) for b in self.bases)):
                 continue
-            hit = guard.reaches(piece, self.bases, ancestor)
+            moved_in = self.moved_in
+            hit = guard.reaches(piece, self.bases, ancestor and moved_in is self.bases)
+            if hit is None and ancestor and moved_in is not self.bases:
+                hit = guard.reaches(piece, moved_in, True)
+            glob = _GLOB.search(piece) if hit is None and ancestor else None
+            if glob is not None:
+                # A glob moves what it matches: the directory it is expanded in (`*`, `~/*`, `p/h*`).
+                head = piece[:glob.start()]
+                hit = guard.reaches((head.rsplit("/", 1)[0] if "/" in head else ".") or "/", moved_in, True)
             if hit is not None:
                 raise _Found(Finding(where, word, hit[1], hit[0]))
 
