@@ -347,7 +347,8 @@ def test_an_extends_path_through_a_symlinked_directory_is_protected_as_written_i
     ("rm -rf .", "user", True), ("rm -rf *", "user", True), ("rm -rf ./*", "user", True),
     ("mv * /tmp/away", "user", True), ("rm -rf ~/*", None, True), ("rm -rf {user}/.m*", None, True),
     ("rm -rf /*", None, True), ("rm -rf ..", "ws", True), ("tar -xf /tmp/a.tar", "user", True),
-    ("unzip /tmp/a.zip", "user", True), ("tar -xf /tmp/a.tar", "ws", False), ("cp a b", "user", False), ("mkdir build", "user", False),
+    ("unzip /tmp/a.zip", "user", True), ("tar -xf /tmp/a.tar", "ws", False), ("cp a b", "user", False),
+    ("git clone https://example.com/r.git", "user", False), ("mkdir build", "user", False),
     ("rm -rf *.o", "ws", False), ("rm {ws}/*.o", None, False), ("ls *", "user", False),
 ])
 def test_a_commands_own_cwd_and_its_globs_are_where_it_moves_things_issue_22(

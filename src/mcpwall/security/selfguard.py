@@ -95,7 +95,7 @@ CWD_KEYS = frozenset(k.casefold() for k in ("cwd", "workdir", "working_directory
 _GLOB = re.compile(r"[*?\[]")
 #: Programs that write paths their command line does not name (an archive's members) into the
 #: directory they run in: with one of them the call's cwd is itself checked as an ancestor.
-_EXTRACTING = re.compile(r"(?:^|[\s/;&|(`])(?:tar|bsdtar|unzip|cpio|7z|7za|pax|rsync|git|ar)(?=$|[\s;&|)`])")
+_EXTRACTING = re.compile(r"(?:^|[\s/;&|(`])(?:tar|bsdtar|unzip|cpio|7z|7za|pax|rsync|ar)(?=$|[\s;&|)`])")
 #: A string holding none of these cannot name a path, unless it is a bare protected name.
 _PATHY = re.compile(r"[/\\~$%:]")
 #: ... nor be a command line or anything but one plain word.
