@@ -361,3 +361,31 @@ def test_a_commands_own_cwd_and_its_globs_are_where_it_moves_things_issue_22(
     if cwd is not None:
         args["cwd"] = str(tree[cwd])
     assert (decide(g, "run_command", args, tree["ws"]) is not None) is refuse
+
+
+def test_a_file_that_gets_the_inode_of_a_rewritten_protected_file_is_not_protected_issue_22(
+        tree: dict[str, Path]) -> None:
+    """The checkpoint is rewritten by rename, which frees its old inode; a new workspace file that gets
+    it was refused as 'a file of the gateway's under another name' (a workspace move failed in CI)."""
+    home, ws = tree["home"], tree["ws"]
+    checkpoint = home / "run" / "ledger.checkpoint"
+    checkpoint.write_text("0\n")
+    g = ProtectedSet.build(home, [home / "policy.yaml"], token_files=[home / "run" / "gateway.token", checkpoint],
+                           ledger_paths=[home / "ledger.db"])
+    old = os.stat(checkpoint).st_ino
+    fresh = home / "run" / ".checkpoint.tmp"
+    fresh.write_text("1\n")
+    os.replace(fresh, checkpoint)  # as the ledger writer does: the old inode is free now
+    reused = None
+    for i in range(200):  # file systems hand a freed inode to the next file more often than not
+        candidate = ws / f"f{i}.txt"
+        candidate.write_text("x")
+        if os.stat(candidate).st_ino == old:
+            reused = candidate
+            break
+    if reused is None:
+        pytest.skip("this file system did not reuse the freed inode within 200 files")
+    for tool in ("read_text_file", "write_file", "move_file"):
+        args = {"path": str(reused)} if tool != "move_file" else {"source": str(reused), "destination": str(ws / "b")}
+        assert decide(g, tool, args, ws) is None, tool
+    assert decide(g, "read_text_file", {"path": str(checkpoint)}, ws) is not None

@@ -316,7 +316,7 @@ class ProtectedSet:
                 other = self.file_inodes.get(ident)
                 if other is None and st.st_nlink > 1:
                     other = self.inodes.get(ident)
-                if other is not None:
+                if other is not None and _still_ours(other, ident):
                     how = "a hard link to" if st.st_nlink > 1 else "under another name:"
                     return (f"{how} a file of the gateway's ({other})", other)
             elif stat.S_ISDIR(st.st_mode):
@@ -699,6 +699,21 @@ def _words(text: str) -> list[str]:
         return list(lexer)
     except ValueError:  # an unbalanced quote: the plain words are what a lenient shell would see
         return text.split()
+
+
+def _still_ours(protected: str, ident: tuple[int, int]) -> bool:
+    """Is this inode still the protected file's? A file the gateway rewrites by rename
+    (the checkpoint, a policy saved by an editor) frees its old inode, which a new file elsewhere may
+    then get (a workspace move was refused so in CI): the recorded inode is stale once the protected
+    path names another one. A protected path that is gone keeps its inode (moved away: fail closed).
+    Directories are not asked: the gateway recreates its own (`run/`) in place when the home was
+    renamed behind its back, and the renamed one must stay protected; directories are not rewritten
+    by rename, so their inodes are not freed in normal operation."""
+    try:
+        st = os.stat(protected)
+    except (OSError, ValueError):
+        return True
+    return (st.st_dev, st.st_ino) == ident
 
 
 __all__ = ["COMMAND_KEYS", "MAX_VALUES", "MUTATING_KEYS", "MUTATING_PROGRAMS", "MUTATING_VERBS", "PATH_KEYS",
