@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mcpwall.policy import template_text
-from tests.stages.helpers import BIN, filesystem, running_gateway, text_of
+from tests.harness import running, text_of
+from tests.stages.helpers import BIN, filesystem
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(120),
               pytest.mark.skipif(not (BIN / "mcp-server-filesystem").exists(), reason="npm servers not installed")]
@@ -31,13 +32,13 @@ def _policy(root: Path) -> str:
 
 @pytest.mark.parametrize("suffix", ["/", "//", "/./", "/.//./", "/../.env/"])
 async def test_a_credential_file_read_with_a_trailing_separator_is_refused_issue_22(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+        tmp_path: Path, suffix: str) -> None:
     root = (tmp_path / "ws").resolve()
     root.mkdir()
     (root / ".env").write_text(SECRET + "\n")
     (root / "id_rsa").write_text(KEY + "\n")
     (root / "README.md").write_text("# Workspace\nHello.\n")
-    async with running_gateway(tmp_path, _policy(root), {"fs": filesystem(root)}, monkeypatch) as gw:
+    async with running(tmp_path / "home", _policy(root), {"fs": filesystem(root)}) as gw:
         readme = await gw.call("fs__read_text_file", {"path": str(root / "README.md")})
         assert "Hello." in text_of(readme)
         for name in (".env", "id_rsa"):

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mcpwall.state import MemoryStateStore
-from tests.stages.helpers import BIN, filesystem, running_gateway, text_of, web
+from tests.harness import Recorder, running, text_of
+from tests.stages.helpers import BIN, filesystem, web
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration,
               pytest.mark.skipif(not (BIN / "mcp-server-filesystem").exists(), reason="npm servers not installed")]
@@ -46,19 +47,19 @@ def _workspace(tmp_path: Path) -> Path:
     return root
 
 
-async def test_a_secret_read_is_redacted_recorded_and_cannot_be_sent_out(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_secret_read_is_redacted_recorded_and_cannot_be_sent_out(tmp_path: Path) -> None:
     root = _workspace(tmp_path)
     log = tmp_path / "requests.log"
     servers = {"fs": filesystem(root), "web": web(log)}
-    async with running_gateway(tmp_path, POLICY, servers, monkeypatch) as gw:
+    recorder = Recorder()
+    async with running(tmp_path / "home", POLICY, servers, stages=[recorder]) as gw:
         answer = await gw.call("fs__read_text_file", {"path": str(root / "config.txt")})
         seen = text_of(answer)
         assert AWS_ID not in seen
         assert AWS_SECRET not in seen
         assert "[REDACTED-aws-access-key]" in seen
         assert "[REDACTED-aws-secret-key]" in seen
-        dlp = gw.recorder.last("read_text_file")["dlp"]
+        dlp = recorder.last("read_text_file")["dlp"]
         # the filesystem server returns the text twice: content[0].text and structuredContent.content
         assert dlp["redactions"] == 4
         assert {m["type"] for m in dlp["masked"]} == {"aws-access-key", "aws-secret-key"}
@@ -79,10 +80,11 @@ async def test_a_secret_read_is_redacted_recorded_and_cannot_be_sent_out(tmp_pat
 
 
 async def test_private_data_plus_untrusted_content_makes_the_next_outbound_call_a_toxic_flow(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path) -> None:
     root = _workspace(tmp_path)
     log = tmp_path / "requests.log"
-    async with running_gateway(tmp_path, POLICY, {"fs": filesystem(root), "web": web(log)}, monkeypatch) as gw:
+    recorder = Recorder()
+    async with running(tmp_path / "home", POLICY, {"fs": filesystem(root), "web": web(log)}, stages=[recorder]) as gw:
         # untrusted content alone, then an outbound call: fine
         assert "result" in await gw.call("web__fetch", {"url": "https://docs.example/evil-page"})
         assert "result" in await gw.call("web__http_request", {"url": "https://api.example/a", "body": "x"})
@@ -97,7 +99,7 @@ async def test_private_data_plus_untrusted_content_makes_the_next_outbound_call_
         assert "web/fetch" in reason
         assert "instructions aimed at the agent" in reason
         assert "web/http_request" in reason
-        assert gw.recorder.last("http_request")["chain"]["toxic_flow"].startswith("[mcpwall.toxic-flow]")
+        assert recorder.last("http_request")["chain"]["toxic_flow"].startswith("[mcpwall.toxic-flow]")
         # reads stay allowed: the flow only stops data going out
         assert "result" in await gw.call("fs__read_text_file", {"path": str(root / "notes.md")})
         requests = log.read_text().splitlines()
@@ -106,13 +108,14 @@ async def test_private_data_plus_untrusted_content_makes_the_next_outbound_call_
 
 
 async def test_a_honeytoken_read_and_then_used_is_blocked_and_survives_a_restart(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path) -> None:
     root = _workspace(tmp_path)
     log = tmp_path / "requests.log"
     policy = POLICY + "honeytokens: {enabled: true}\n"
     store = MemoryStateStore()
-    async with running_gateway(tmp_path, policy, {"fs": filesystem(root), "web": web(log)}, monkeypatch,
-                               state=store) as gw:
+    recorder = Recorder()
+    async with running(tmp_path / "home", policy, {"fs": filesystem(root), "web": web(log)}, stages=[recorder],
+                       state=store) as gw:
         answer = await gw.call("fs__read_text_file", {"path": str(root / "notes.md")})
         seen = text_of(answer)
         assert "Meeting notes" in seen
@@ -122,17 +125,19 @@ async def test_a_honeytoken_read_and_then_used_is_blocked_and_survives_a_restart
         assert decoy
         assert token
         assert db
-        assert gw.recorder.last("read_text_file")["honeytoken_planted"]["types"] == ["aws", "github", "database"]
+        assert recorder.last("read_text_file")["honeytoken_planted"]["types"] == ["aws", "github", "database"]
         denied = await gw.call("web__http_request", {"url": "https://x.example/", "body": f"token {token.group(0)}"})
         assert denied["error"]["code"] == -32001
         assert "mcpwall.honeytoken" in denied["error"]["data"]["rule_ids"]
-        alert = gw.recorder.last("http_request")["honeytoken"]
+        alert = recorder.last("http_request")["honeytoken"]
         assert alert["alert"] is True
         assert alert["part"] == "github-token"
         assert alert["planted_server"] == "fs"
         assert not log.exists() or log.read_text() == ""
     # a new gateway on the same state store (the ledger in production) still knows the decoys
-    async with running_gateway(tmp_path / "second", policy, {"web": web(log)}, monkeypatch, state=store) as gw2:
+    second = Recorder()
+    async with running(tmp_path / "second" / "home", policy, {"web": web(log)}, stages=[second],
+                       state=store) as gw2:
         denied = await gw2.call("web__http_request", {"url": f"{db.group(0)}", "body": ""})
         assert denied["error"]["code"] == -32001
-        assert gw2.recorder.last("http_request")["honeytoken"]["type"] == "database"
+        assert second.last("http_request")["honeytoken"]["type"] == "database"

@@ -1,7 +1,7 @@
 """Each defence stage, called hook by hook on fixture messages (mitmproxy-style).
 
-Strategy: a real gateway is built without upstream processes (`mcpwall.proxy.build`), so each
-stage is bound exactly as in production; hooks are called directly with RequestContexts. Covered
+Strategy: a real gateway is built without upstream processes (`tests.harness.build_gateway`), so
+each stage is bound exactly as in production; hooks are called directly with RequestContexts. Covered
 per stage: its switch and config errors, enforce versus audit mode, counters in `status()`, and
 the verdict's JSON-RPC code and data. Threat intel and the remote judge use the local fake APIs.
 """
@@ -17,8 +17,7 @@ import pytest
 
 from mcpwall.errors import ConfigError
 from mcpwall.policy import ServerSpec
-from mcpwall.proxy import GatewaySettings, UpstreamServer, build
-from mcpwall.proxy._session import Session
+from mcpwall.proxy import Session, UpstreamServer
 from mcpwall.stages import STAGE_ORDER, default_stages
 from mcpwall.stages import chain as chain_mod
 from mcpwall.stages import dlp as dlp_mod
@@ -28,7 +27,7 @@ from mcpwall.stages import judge as judge_mod
 from mcpwall.stages import schema as schema_mod
 from mcpwall.stages import threatintel as intel_mod
 from tests.fakes.apis import THREATFOX_MISS, Answer, FakeAPI, anthropic_message, threatfox_hit
-from tests.stages.helpers import context
+from tests.harness import build_gateway, context, stage_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -37,11 +36,7 @@ AUDIT = 'version: "1"\nmode: audit\ndefaultAction: allow\n'
 
 
 def gateway(tmp_path: Path, policy: str = ENFORCE) -> Any:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "policy.yaml"
-    path.write_text(policy)
-    built = build(GatewaySettings(home=tmp_path / "home", policy_path=path, insecure_no_auth=True))
-    return built.gateway
+    return build_gateway(tmp_path / "home", policy).gateway
 
 
 def result(text: str) -> dict[str, Any]:
@@ -275,7 +270,7 @@ async def test_threat_intel_uses_the_feed_then_the_api_and_fails_open(tmp_path: 
     threatfox.handler = lambda seen: Answer(200, threatfox_hit("bad.example", "domain")
                                             if seen.body["search_term"] == "bad.example" else THREATFOX_MISS)
     monkeypatch.setenv("TF_KEY", "k")
-    settings = GatewaySettings(home=home)
+    settings = stage_settings(home)
     stage = intel_mod.build({"stages": {"threatintel": {"api": {"url": f"{threatfox.url}/api/v1/",
                                                                 "authKeyEnv": "TF_KEY"}}}}, settings)
     assert stage is not None
@@ -300,7 +295,7 @@ async def test_threat_intel_uses_the_feed_then_the_api_and_fails_open(tmp_path: 
 
 
 def test_threat_intel_is_off_without_a_feed_or_an_api(tmp_path: Path) -> None:
-    assert intel_mod.build({}, GatewaySettings(home=tmp_path)) is None
+    assert intel_mod.build({}, stage_settings(tmp_path)) is None
 
 
 # ---------------------------------------------------------------------- judge
