@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
+from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "node_modules" / ".bin"
@@ -68,12 +69,6 @@ rules:
 stages:
   ratelimit: {requestsPerMinute: 0}
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def write_servers(path: Path, servers: dict[str, dict[str, Any]]) -> Path:

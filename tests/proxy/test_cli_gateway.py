@@ -62,12 +62,11 @@ def test_a_gateway_does_not_load_the_mcp_sdk_it_never_uses(tmp_path: Path) -> No
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from mcpwall.cli._proxy import _settings\n"
-        "from mcpwall.proxy import build\n"
-        f"settings = _settings(Path({str(home)!r}), None, (), False, '127.0.0.1', 0, False, None, (), (), None, ())\n"
-        "build(settings)\n"
+        "from tests.harness import build_gateway\n"
+        f"build_gateway(Path({str(home)!r}), None, auth=True, port=0)\n"
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
+                         cwd=ROOT)
     assert out.stdout.strip() == "[]", out.stdout
 
 

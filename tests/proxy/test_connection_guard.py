@@ -22,7 +22,7 @@ import uvicorn
 
 from mcpwall.proxy._conn import ConnectionGuard, ConnectionLimits, guarded_protocol
 from mcpwall.stages import AuthStage
-from tests.proxy.harness import free_port
+from tests.harness import free_port
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpwall.proxy import GatewaySettings, build
-from tests.proxy.harness import script_server, write_servers
+from tests.harness import build_gateway
+from tests.proxy.harness import script_server
 from tests.proxy.test_server_messages import session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -68,12 +68,10 @@ stages:
 async def test_a_profile_rewrite_or_hook_never_carries_a_call_past_a_corp_deny(tmp_path: Path) -> None:
     """SPEC 3: a profile rule can never loosen a corp deny. The policy decided on the arguments as
     sent, then a rewrite or a preprocess hook changed them into what the corp denies."""
-    (tmp_path / "corp.yaml").write_text(CORP)
-    (tmp_path / "policy.yaml").write_text(PROFILE)
     markers = tmp_path / "markers"
     markers.mkdir()
-    servers = write_servers(tmp_path / "servers.json", {"m": script_server("misbehave", "ok", str(markers))})
-    gw = build(GatewaySettings(home=tmp_path, servers_files=[servers], insecure_no_auth=True)).gateway
+    gw = build_gateway(tmp_path, PROFILE, {"m": script_server("misbehave", "ok", str(markers))},
+                       files={"corp.yaml": CORP}).gateway
     await gw.start()
     try:
         s = await session(gw)

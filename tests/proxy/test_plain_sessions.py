@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpwall.proxy import GatewaySettings, HttpFrontend, _http, build
-from tests.proxy.harness import EVERYTHING, PERMISSIVE, write_servers
+from mcpwall.proxy import HttpFrontend, _http
+from tests.harness import build_gateway, frontend, started
+from tests.proxy.harness import EVERYTHING, PERMISSIVE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -31,17 +32,11 @@ def _call(rid: int, message: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[HttpFrontend, httpx.AsyncClient]]:
-    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
-    servers = write_servers(tmp_path / "servers.json", {"everything": EVERYTHING})
-    built = build(GatewaySettings(home=tmp_path, servers_files=[servers], insecure_no_auth=True))
-    frontend = HttpFrontend(built.gateway, built.auth)
-    await built.gateway.start()
-    try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=frontend),
-                                     base_url="http://127.0.0.1:9420") as client:
-            yield frontend, client
-    finally:
-        await built.gateway.stop()
+    built = build_gateway(tmp_path, PERMISSIVE, {"everything": EVERYTHING})
+    app = frontend(built)
+    async with started(built), httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                                 base_url="http://127.0.0.1:9420") as client:
+        yield app, client
 
 
 def _plain(frontend: HttpFrontend) -> list[Any]:

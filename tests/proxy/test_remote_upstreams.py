@@ -20,7 +20,8 @@ import httpx
 import mcp_types as types
 import pytest
 
-from tests.proxy.harness import HERE, MEMORY, PERMISSIVE, GatewayProcess, free_port, http_client
+from tests.harness import free_port
+from tests.proxy.harness import HERE, MEMORY, PERMISSIVE, GatewayProcess, http_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

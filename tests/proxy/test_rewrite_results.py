@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from mcpwall.proxy import GatewaySettings, build
-from tests.proxy.harness import script_server, write_servers
+from tests.harness import build_gateway
+from tests.proxy.harness import script_server
 from tests.proxy.test_server_messages import session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -48,9 +48,7 @@ def call(rid: int, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_a_request_side_rewrite_replaces_the_result_with_its_template_filled_in(tmp_path: Path) -> None:
-    (tmp_path / "policy.yaml").write_text(POLICY)
-    servers = write_servers(tmp_path / "servers.json", {"m": script_server("misbehave", "ok")})
-    gw = build(GatewaySettings(home=tmp_path, servers_files=[servers], insecure_no_auth=True)).gateway
+    gw = build_gateway(tmp_path, POLICY, {"m": script_server("misbehave", "ok")}).gateway
     await gw.start()
     try:
         s = await session(gw)

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from mcpwall.errors import ConfigError
-from mcpwall.proxy import GatewaySettings, build
 from mcpwall.proxy._server_messages import ROWS_PER_MINUTE, root_uris
 from mcpwall.proxy._servers import spec_from_entry
-from tests.proxy.harness import PERMISSIVE, script_server, write_servers
+from tests.harness import build_gateway
+from tests.proxy.harness import PERMISSIVE, script_server
 
 
 def test_configured_roots_become_file_uris() -> None:
@@ -49,18 +49,14 @@ def test_a_servers_file_entry_may_configure_roots_as_a_list_of_strings() -> None
 
 
 def test_a_gateway_with_an_unusable_root_does_not_start(tmp_path: Path) -> None:
-    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
-    servers = write_servers(tmp_path / "servers.json", {"m": {**script_server("misbehave", "ok"), "roots": ["ws"]}})
     with pytest.raises(ConfigError, match="not an absolute path"):
-        build(GatewaySettings(home=tmp_path, servers_files=[servers], insecure_no_auth=True))
+        build_gateway(tmp_path, PERMISSIVE, {"m": {**script_server("misbehave", "ok"), "roots": ["ws"]}})
 
 
 @pytest.mark.anyio
 @pytest.mark.integration
 async def test_only_progress_of_a_clients_notifications_reaches_a_shared_server(tmp_path: Path) -> None:
-    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
-    servers = write_servers(tmp_path / "servers.json", {"m": script_server("misbehave", "ok", str(tmp_path))})
-    gw = build(GatewaySettings(home=tmp_path, servers_files=[servers], insecure_no_auth=True)).gateway
+    gw = build_gateway(tmp_path, PERMISSIVE, {"m": script_server("misbehave", "ok", str(tmp_path))}).gateway
     await gw.start()
     try:
         s = gw.open_session("stdio", "m")

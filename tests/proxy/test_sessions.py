@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from mcpwall.proxy import GatewaySettings, build
-from tests.proxy.harness import EVERYTHING, MEMORY, PERMISSIVE, script_server, write_servers
+from tests.harness import build_gateway
+from tests.proxy.harness import EVERYTHING, MEMORY, PERMISSIVE, script_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -25,9 +25,7 @@ INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
 
 
 def make(tmp_path: Path, servers: dict[str, dict[str, Any]]) -> Any:
-    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
-    servers_file = write_servers(tmp_path / "servers.json", servers)
-    return build(GatewaySettings(home=tmp_path, servers_files=[servers_file], insecure_no_auth=True))
+    return build_gateway(tmp_path, PERMISSIVE, servers)
 
 
 async def session(gw: Any, server: str | None = None) -> Any:
@@ -207,10 +205,8 @@ async def test_sampling_asked_for_one_session_never_goes_to_another(tmp_path: Pa
 
 async def test_a_server_that_hangs_on_lists_delays_the_merged_list_only_up_to_the_timeout_then_not_at_all(
         tmp_path: Path) -> None:
-    (tmp_path / "policy.yaml").write_text(PERMISSIVE + "defaultTimeoutMs: 1000\n")
-    servers = write_servers(tmp_path / "servers.json", {"memory": MEMORY, "stuck": script_server("misbehave",
-                                                                                                 "listhang")})
-    gw = build(GatewaySettings(home=tmp_path, servers_files=[servers], insecure_no_auth=True)).gateway
+    gw = build_gateway(tmp_path, PERMISSIVE + "defaultTimeoutMs: 1000\n",
+                       {"memory": MEMORY, "stuck": script_server("misbehave", "listhang")}).gateway
     await gw.start()
     try:
         s = await session(gw)

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from mcpwall.proxy import GatewaySettings, build
 from mcpwall.proxy._upstream import CircuitBreaker
+from tests.harness import build_gateway
 from tests.proxy.harness import MCPWALL, PERMISSIVE, script_server, write_servers
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -44,12 +44,7 @@ class Clock:
 
 
 def make(tmp_path: Path, servers: dict[str, dict[str, Any]], policy: str = PERMISSIVE, **options: Any) -> Any:
-    (tmp_path / "policy.yaml").write_text(policy)
-    servers_file = write_servers(tmp_path / "servers.json", servers)
-    gw = build(GatewaySettings(home=tmp_path, servers_files=[servers_file], insecure_no_auth=True)).gateway
-    for key, value in options.items():
-        setattr(gw.options, key, value)
-    return gw
+    return build_gateway(tmp_path, policy, servers, options=options).gateway
 
 
 async def session(gw: Any, server: str | None = None) -> Any:
