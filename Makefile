@@ -75,6 +75,7 @@ run: runtime
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check src tests bench tools
+	$(BIN)/lint-imports
 
 typecheck: $(PY_STAMP)
 	$(BIN)/mypy

@@ -27,8 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from mcpwall.pipeline import Session  # noqa: E402
 from mcpwall.proxy import GatewaySettings, build  # noqa: E402
-from mcpwall.proxy._session import Session  # noqa: E402
 from mcpwall.stages import RequestContext  # noqa: E402
 
 BASE = """\

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from mcpwall._secretfile import create_once
+from mcpwall._token import TOKEN_ENV, load_token, token_path
 from mcpwall.ledger._chain import key_path, load_key
-from mcpwall.proxy._token import TOKEN_ENV, load_token, token_path
 
 
 def _first_call_waits(real: Callable[[int], str], generating: threading.Event,
@@ -83,7 +83,7 @@ _START = """
 import sys, time
 from pathlib import Path
 from mcpwall.ledger._chain import load_key
-from mcpwall.proxy._token import load_token
+from mcpwall._token import load_token
 home, go = Path(sys.argv[1]), Path(sys.argv[2])
 while not go.exists():
     time.sleep(0.001)

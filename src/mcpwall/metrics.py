@@ -33,7 +33,7 @@ from prometheus_client.utils import floatToGoString
 from mcpwall.protocol import ErrorCode
 
 if TYPE_CHECKING:
-    from mcpwall.stages._base import RequestContext
+    from mcpwall.pipeline import RequestContext
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MAX_TOOL_LABELS = 2000

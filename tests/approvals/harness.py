@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import uvicorn
 
+from mcpwall._token import write_secret
 from mcpwall.proxy import GatewaySettings, HttpFrontend, build
-from mcpwall.proxy._token import write_secret
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERYTHING = {"command": str(ROOT / "node_modules" / ".bin" / "mcp-server-everything"), "args": ["stdio"]}

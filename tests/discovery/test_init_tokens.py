@@ -24,10 +24,10 @@ from typing import Any
 
 from click.testing import CliRunner
 
+from mcpwall._token import write_secret
 from mcpwall.cli import cli
 from mcpwall.discovery._jsonc import parse as parse_jsonc
 from mcpwall.proxy import load_token
-from mcpwall.proxy._token import write_secret
 from tests.discovery.homes import USER_PATHS, build_home, write
 
 EXE = "/opt/mcpwall/bin/mcpwall"

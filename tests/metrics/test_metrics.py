@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mcpwall import metrics as metrics_module
 from mcpwall.metrics import GatewayMetrics
-from mcpwall.proxy._session import Session
+from mcpwall.pipeline import Session
 from mcpwall.stages import RequestContext
 from tests.approvals.harness import ask_policy, served
 from tests.proxy.harness import http_client

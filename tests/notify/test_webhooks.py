@@ -32,8 +32,8 @@ from mcpwall.notify import (
     render,
 )
 from mcpwall.notify._events import NotificationEvent
+from mcpwall.pipeline import Session
 from mcpwall.policy import Decision
-from mcpwall.proxy._session import Session
 from mcpwall.stages import RequestContext
 from tests.approvals.harness import ask_policy, free_port, served
 from tests.notify.receiver import receiver

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcpwall.proxy._token import write_secret
+from mcpwall._token import write_secret
 from tests.proxy.harness import MCPWALL, MEMORY, PERMISSIVE, GatewayProcess, gateway
 
 pytestmark = pytest.mark.integration

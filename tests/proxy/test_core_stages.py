@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from mcpwall.errors import ConfigError
+from mcpwall.pipeline import Session
 from mcpwall.protocol import ErrorCode
 from mcpwall.proxy._pipeline import Pipeline
-from mcpwall.proxy._session import Session
 from mcpwall.proxy._upstream import CircuitBreaker
 from mcpwall.stages import AuthStage, ProtocolStage, RateLimitStage, Reject, RequestContext, Stage
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcpwall.proxy._token import NamedTokenWatch, write_secret
+from mcpwall._token import NamedTokenWatch, write_secret
 from mcpwall.stages.auth import AuthStage
 
 GATEWAY = "gateway-token-0123456789abcdefghijklmnop"

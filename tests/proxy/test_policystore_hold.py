@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcpwall.proxy._policystore import GRACE_S, PolicyStore
+from mcpwall.pipeline._policystore import GRACE_S, PolicyStore
 
 BASE = 'version: "1"\nrules:\n  - {id: a, tools: [x], action: deny}\n'
 CHANGED = 'version: "1"\nrules:\n  - {id: a, tools: [x], action: deny}\n  - {id: b, tools: [y], action: deny}\n'

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mcpwall.proxy import GatewaySettings, build
-from mcpwall.proxy._session import ServerRequest
+from mcpwall.pipeline import ServerRequest
 from tests.proxy.harness import PERMISSIVE, script_server, write_servers
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]

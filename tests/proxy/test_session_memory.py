@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from mcpwall.proxy import GatewaySettings, HttpFrontend, build
-from mcpwall.proxy._session import keep_capabilities
+from mcpwall.pipeline import keep_capabilities
 from tests.proxy.harness import MEMORY, PERMISSIVE, write_servers
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]

@@ -256,7 +256,7 @@ async def test_a_message_larger_than_a_frame_travels_in_continuation_frames(clie
 
 
 async def test_too_many_requests_in_flight_on_one_connection_are_refused(gw: Framed) -> None:
-    listener = gw.gateway.frame_listener
+    listener = gw.gateway.service("frame_listener").listener
     saved = listener.max_streams
     listener.max_streams = 3  # for connections accepted from now on
     c = await FrameClient.open(gw.socket, "flood")

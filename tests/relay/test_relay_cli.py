@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcpwall.errors import ConfigError
 from mcpwall.relay import Address, listen, parse_address
+from tests.harness import free_port
 from tests.relay.helpers import MCPWALL, Framed, builtin, framed_gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -120,12 +121,10 @@ async def test_a_tcp_listener_is_refused_on_a_non_loopback_address() -> None:
 
 
 async def test_the_relay_works_over_loopback_tcp(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     gw: Framed
     async with framed_gateway(tmp_path, {"local": builtin()}) as gw:
-        listener = gw.gateway.frame_listener
+        listener = gw.gateway.service("frame_listener").listener
         extra = Address("tcp", host="127.0.0.1", port=port)
         listener.addresses.append(extra)
         listener._servers.append(await listen(extra, listener._accept))
@@ -154,7 +153,7 @@ def _vsock_loopback() -> bool:
 async def test_the_relay_works_over_vsock_where_the_kernel_has_it(tmp_path: Path) -> None:
     port = 15000 + (id(tmp_path) % 5000)
     async with framed_gateway(tmp_path, {"local": builtin()}) as gw:
-        listener = gw.gateway.frame_listener
+        listener = gw.gateway.service("frame_listener").listener
         extra = Address("vsock", cid=socket.VMADDR_CID_ANY, port=port)
         listener._servers.append(await listen(extra, listener._accept))
         async with Client(_relay(f"vsock:1:{port}", "--process-name", "vm-agent")) as client:

@@ -80,7 +80,7 @@ async def test_the_aggregator_holds_no_ledger_no_token_and_no_policy_and_owns_th
         assert "42" in text_of(await c.call("ev__get-sum", {"a": 40, "b": 2}))
         await c.close()
         assert gw.gateway.servers["ev"].status()["transport"].startswith("isolated")
-        pid = gw.gateway.aggregator.pid
+        pid = gw.gateway.service("isolation").aggregator.pid
         assert pid is not None
         proc = Path(f"/proc/{pid}")
         open_files = [os.readlink(fd) for fd in (proc / "fd").iterdir() if fd.exists()]
@@ -111,7 +111,7 @@ async def test_when_the_aggregator_dies_calls_fail_fast_and_the_gateway_recovers
         c = await FrameClient.open(gw.socket, "survivor")
         await c.initialize()
         assert text_of(await c.call("local__echo", {"text": "one"})) == "one"
-        os.kill(gw.gateway.aggregator.pid, signal.SIGKILL)
+        os.kill(gw.gateway.service("isolation").aggregator.pid, signal.SIGKILL)
         await asyncio.sleep(0.2)
         for _ in range(200):
             answer = await c.call("local__echo", {"text": "two"}, timeout=60)
@@ -120,5 +120,5 @@ async def test_when_the_aggregator_dies_calls_fail_fast_and_the_gateway_recovers
             assert answer["error"]["code"] == -32000  # failed fast, not hung
             await asyncio.sleep(0.1)
         assert text_of(answer) == "two"
-        assert gw.gateway.aggregator.starts == 2
+        assert gw.gateway.service("isolation").aggregator.starts == 2
         await c.close()

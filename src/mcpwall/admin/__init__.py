@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcpwall.admin._api import PREFIX, AdminApi, AdminApiStage, admin_api_plugin, app_wrapper
+from mcpwall.admin._api import PREFIX, AdminApi, AdminApiService, admin_api_service, app_wrapper
 from mcpwall.admin._client import AdminCallError, GatewayClient
 from mcpwall.admin._rules import ORIGIN, LiveRules, RuleConflict
 
@@ -34,11 +34,11 @@ def __getattr__(name: str) -> Any:
 
 
 def register() -> None:
-    """Add the admin API to `mcpwall.proxy.STAGE_PLUGINS` (idempotent)."""
-    from mcpwall.proxy import STAGE_PLUGINS
+    """Add the admin API to `mcpwall.proxy.SERVICES` (idempotent)."""
+    from mcpwall.proxy import SERVICES
 
-    if admin_api_plugin not in STAGE_PLUGINS:
-        STAGE_PLUGINS.append(admin_api_plugin)
+    if admin_api_service not in SERVICES:
+        SERVICES.append(admin_api_service)
 
 
 __all__ = [
@@ -46,12 +46,12 @@ __all__ = [
     "PREFIX",
     "TOKEN_ENV",
     "AdminApi",
-    "AdminApiStage",
+    "AdminApiService",
     "AdminCallError",
     "GatewayClient",
     "LiveRules",
     "RuleConflict",
-    "admin_api_plugin",
+    "admin_api_service",
     "app_wrapper",
     "create_server",
     "register",

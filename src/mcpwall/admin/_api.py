@@ -27,7 +27,7 @@ import orjson
 
 from mcpwall.admin._rules import LiveRules, RuleConflict
 from mcpwall.errors import ConfigError, MCPWallError
-from mcpwall.stages import AuthStage, Stage
+from mcpwall.stages import AuthStage
 
 if TYPE_CHECKING:
     from mcpwall.proxy import Gateway
@@ -216,25 +216,27 @@ def app_wrapper(api: AdminApi) -> Callable[[Any], Any]:
     return wrap
 
 
-class AdminApiStage(Stage):
-    """Attaches the admin API to the gateway as `gateway.admin_api` (lifecycle only, no request hook)."""
+class AdminApiService:
+    """The admin API as a gateway service (`Gateway.admin_api`): no request hook, counters in /health."""
 
     name = "admin_api"
 
-    def __init__(self) -> None:
-        self.api: AdminApi | None = None
-
-    def bind(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway) -> None:
         self.api = AdminApi(gateway)
-        gateway.admin_api = self.api
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
 
     def status(self) -> dict[str, Any]:
-        return {"live_rules": len(self.api.live.rules)} if self.api is not None else {}
+        return {"live_rules": len(self.api.live.rules)}
 
 
-def admin_api_plugin(settings: Any, stages: list[Stage]) -> list[Stage]:
-    """A `mcpwall.proxy.STAGE_PLUGINS` entry: every HTTP gateway gets the admin API."""
-    return [*stages, AdminApiStage()]
+def admin_api_service(settings: Any, gateway: Gateway) -> AdminApiService:
+    """A `mcpwall.proxy.SERVICES` entry: every HTTP gateway gets the admin API."""
+    return AdminApiService(gateway)
 
 
-__all__ = ["PREFIX", "AdminApi", "AdminApiStage", "admin_api_plugin", "app_wrapper"]
+__all__ = ["PREFIX", "AdminApi", "AdminApiService", "admin_api_service", "app_wrapper"]

@@ -18,11 +18,11 @@ import contextlib
 import secrets
 from typing import TYPE_CHECKING, Any
 
+from mcpwall.pipeline import RequestContext
 from mcpwall.protocol import Message, notification
-from mcpwall.stages._base import RequestContext
 
 if TYPE_CHECKING:
-    from mcpwall.proxy._session import Session
+    from mcpwall.pipeline import Session
 
 APPROVE_FIELD = "approve"
 REASON_FIELD = "reason"
@@ -79,7 +79,7 @@ class Elicitor:
             future.set_result(msg)
 
     async def ask(self, ctx: RequestContext, record: dict[str, Any]) -> tuple[bool, str | None] | None:
-        from mcpwall.proxy._session import ServerRequest
+        from mcpwall.pipeline import ServerRequest
 
         session = ctx.session
         rid = f"mcpwall-approval-{secrets.token_hex(6)}"

@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 from mcpwall._endpoint import command_hint
 from mcpwall.approvals._book import ApprovalBook, CallView, call_hash
 from mcpwall.approvals._elicit import Elicitor
+from mcpwall.pipeline import Reject, RequestContext
 from mcpwall.protocol import ErrorCode, notification
-from mcpwall.stages._base import Reject, RequestContext
 from mcpwall.state import StateStore
 
 if TYPE_CHECKING:
+    from mcpwall.pipeline import GatewayView
     from mcpwall.policy import Decision
-    from mcpwall.proxy._gateway import Gateway
 
 log = logging.getLogger("mcpwall.approvals")
 
@@ -66,7 +66,7 @@ class Approvals:
     def __init__(self, *, via_elicitation: bool = False, progress_interval_s: float = 1.0) -> None:
         self.via_elicitation = via_elicitation
         self.progress_interval_s = progress_interval_s
-        self.gateway: Gateway | None = None
+        self.gateway: GatewayView | None = None
         self.listeners: list[Listener] = []
         self.counts: dict[str, int] = {}
         self._waiters: dict[str, asyncio.Future[None]] = {}
@@ -76,7 +76,7 @@ class Approvals:
         #: The gateway's home, for the `mcpwall approve ID [--home H]` hints (set by who builds this).
         self.home: Path | None = None
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         self.gateway = gateway
         gateway.approvals = self
         if self.via_elicitation or gateway.options.allow_client_elicitation_approval:

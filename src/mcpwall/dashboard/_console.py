@@ -23,7 +23,7 @@ from mcpwall.state import MemoryStateStore, StateStore
 if TYPE_CHECKING:
     from mcpwall.approvals import Approvals
     from mcpwall.ledger import Ledger
-    from mcpwall.proxy import Gateway, PolicyStore
+    from mcpwall.pipeline import GatewayView, PolicyStore
 
 
 def _risk(spec: Any) -> Any:
@@ -145,7 +145,7 @@ class Console:
 class GatewayConsole(Console):
     mode = "gateway"
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: GatewayView) -> None:
         self.gateway = gateway
 
     @property

@@ -33,7 +33,7 @@ from mcpwall.protocol import json_text
 
 if TYPE_CHECKING:
     from mcpwall.dashboard._console import Console
-    from mcpwall.stages._base import RequestContext
+    from mcpwall.pipeline import RequestContext
 
 log = logging.getLogger("mcpwall.dashboard")
 

@@ -34,7 +34,7 @@ def identity_for(client: str) -> str:
 
 def issue(home: Path, clients: Iterable[str]) -> dict[str, str]:
     """client -> its named token, creating the missing ones (recorded in the manifest for uninstall)."""
-    from mcpwall.proxy._token import ensure_named_token  # the gateway package, only when tokens are made
+    from mcpwall._token import ensure_named_token  # the gateway package, only when tokens are made
 
     manifest = Manifest.load(home)
     out: dict[str, str] = {}
@@ -54,7 +54,7 @@ def admin_tokens(home: Path) -> list[str]:
     Entries an earlier init pointed at the gateway hold one of these; they are
     given the client's named token instead.
     """
-    from mcpwall.proxy._token import TOKEN_ENV, read_secret, token_path
+    from mcpwall._token import TOKEN_ENV, read_secret, token_path
 
     found: list[str] = []
     env = os.environ.get(TOKEN_ENV, "").strip()

@@ -14,18 +14,18 @@ from mcpwall.isolation._parent import (
     OPEN_TIMEOUT_S,
     Aggregator,
     IsolatedTransport,
-    IsolationStage,
-    isolation_plugin,
+    IsolationService,
+    isolation_service,
 )
 from mcpwall.isolation._wire import MAX_FRAME, WireError, pack, read_frame, unpack
 
 
 def register() -> None:
-    """Add the isolation stage factory to `mcpwall.proxy.STAGE_PLUGINS` (idempotent)."""
-    from mcpwall.proxy import STAGE_PLUGINS
+    """Add the isolation service to `mcpwall.proxy.SERVICES` (idempotent)."""
+    from mcpwall.proxy import SERVICES
 
-    if isolation_plugin not in STAGE_PLUGINS:
-        STAGE_PLUGINS.append(isolation_plugin)
+    if isolation_service not in SERVICES:
+        SERVICES.append(isolation_service)
 
 
 __all__ = [
@@ -33,9 +33,9 @@ __all__ = [
     "OPEN_TIMEOUT_S",
     "Aggregator",
     "IsolatedTransport",
-    "IsolationStage",
+    "IsolationService",
     "WireError",
-    "isolation_plugin",
+    "isolation_service",
     "pack",
     "read_frame",
     "register",

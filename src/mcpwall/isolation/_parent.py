@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from mcpwall.isolation._wire import WireError, pack, read_frame
 from mcpwall.policy import ServerSpec
 from mcpwall.protocol import Message
-from mcpwall.stages import Stage
 from mcpwall.transports import OnClosed, OnMessage, TransportClosed, TransportError, default_environment
 from mcpwall.transports._lines import log_lines
 
@@ -207,21 +206,15 @@ class IsolatedTransport:
             self._on_closed(TransportError(reason))
 
 
-class IsolationStage(Stage):
-    """Puts every upstream of the gateway behind the aggregator; stops it with the gateway.
-
-    Rides the stage lifecycle (bind/start/stop) and overrides no request hook.
-    """
+class IsolationService:
+    """Puts every upstream of the gateway behind the aggregator; stops it with the gateway (a service)."""
 
     name = "isolation"
 
-    def __init__(self) -> None:
-        self.aggregator = Aggregator()
-
-    def bind(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway) -> None:
         from mcpwall.proxy import UpstreamServer
 
-        aggregator = self.aggregator
+        self.aggregator = aggregator = Aggregator()
         for name, upstream in list(gateway.servers.items()):
             spec = upstream.spec
 
@@ -229,7 +222,9 @@ class IsolationStage(Stage):
                 return IsolatedTransport(aggregator, name, spec)
 
             gateway.servers[name] = UpstreamServer(name, spec, gateway, transport_factory=factory)
-        gateway.aggregator = aggregator  # type: ignore[attr-defined]
+
+    async def start(self) -> None:
+        return None
 
     async def stop(self) -> None:
         await self.aggregator.stop()
@@ -238,12 +233,10 @@ class IsolationStage(Stage):
         return self.aggregator.status()
 
 
-def isolation_plugin(settings: Any, stages: list[Stage]) -> list[Stage]:
-    """A `mcpwall.proxy.STAGE_PLUGINS` entry: isolates upstreams when `extras["isolate"]` is true."""
+def isolation_service(settings: Any, gateway: Gateway) -> IsolationService | None:
+    """A `mcpwall.proxy.SERVICES` entry: isolates upstreams when `extras["isolate"]` is true."""
     extras = getattr(settings, "extras", None) or {}
-    if not extras.get("isolate"):
-        return stages
-    return [*stages, IsolationStage()]
+    return IsolationService(gateway) if extras.get("isolate") else None
 
 
-__all__ = ["OPEN_TIMEOUT_S", "Aggregator", "IsolatedTransport", "IsolationStage", "isolation_plugin"]
+__all__ = ["OPEN_TIMEOUT_S", "Aggregator", "IsolatedTransport", "IsolationService", "isolation_service"]

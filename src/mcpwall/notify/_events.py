@@ -32,7 +32,7 @@ from mcpwall._endpoint import command_hint
 from mcpwall.metrics import decision_word
 
 if TYPE_CHECKING:
-    from mcpwall.stages._base import RequestContext
+    from mcpwall.pipeline import RequestContext
 
 EVENT_ORDER = ("honeytoken", "attack_chain", "toxic_flow", "rug_pull", "ask", "deny", "redact", "warn", "allow")
 #: methods whose decisions (deny, warn, redact, allow) are worth an event

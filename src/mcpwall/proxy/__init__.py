@@ -9,10 +9,18 @@ See docs/ARCHITECTURE.md for the picture.
 
 from __future__ import annotations
 
-from mcpwall.proxy._aggregate import qualify, split, valid_server_name
+from mcpwall._token import (
+    TOKEN_ENV,
+    load_named_tokens,
+    load_token,
+    read_secret,
+    token_path,
+    write_secret,
+)
+from mcpwall.pipeline import PolicyStore, Session
+from mcpwall.protocol.naming import qualify, split, valid_server_name
 from mcpwall.proxy._app import (
-    EXTENSIONS,
-    STAGE_PLUGINS,
+    SERVICES,
     Built,
     GatewaySettings,
     build,
@@ -24,23 +32,12 @@ from mcpwall.proxy._app import (
 )
 from mcpwall.proxy._gateway import Emit, Gateway, GatewayOptions
 from mcpwall.proxy._http import HttpFrontend
-from mcpwall.proxy._policystore import PolicyStore
 from mcpwall.proxy._servers import load_servers_file, spec_from_entry
-from mcpwall.proxy._session import Session
 from mcpwall.proxy._stdio import StdioFrontend
-from mcpwall.proxy._token import (
-    TOKEN_ENV,
-    load_named_tokens,
-    load_token,
-    read_secret,
-    token_path,
-    write_secret,
-)
 from mcpwall.proxy._upstream import CircuitBreaker, UpstreamError, UpstreamServer
 
 __all__ = [
-    "EXTENSIONS",
-    "STAGE_PLUGINS",
+    "SERVICES",
     "TOKEN_ENV",
     "Built",
     "CircuitBreaker",

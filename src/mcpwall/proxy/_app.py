@@ -15,32 +15,31 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcpwall import _endpoint
+from mcpwall._token import NamedTokenWatch, load_named_tokens, load_token
 from mcpwall.errors import ConfigError, PolicyError
+from mcpwall.pipeline import PolicyStore, Service, Stage
 from mcpwall.policy import ServerSpec
 from mcpwall.policy._loader import locate_section
 from mcpwall.proxy._conn import ConnectionGuard, ConnectionLimits, guarded_protocol
 from mcpwall.proxy._door import Door
 from mcpwall.proxy._gateway import Gateway, GatewayOptions
 from mcpwall.proxy._http import SESSIONS_PER_PRINCIPAL, HttpFrontend
-from mcpwall.proxy._policystore import PolicyStore
 from mcpwall.proxy._servers import check_names, load_servers_file
 from mcpwall.proxy._stdio import StdioFrontend
-from mcpwall.proxy._token import NamedTokenWatch, load_named_tokens, load_token
-from mcpwall.stages import AuthStage, Stage, default_stages
+from mcpwall.stages import AuthStage, default_stages
 
 log = logging.getLogger("mcpwall")
 
-#: Hooks other packages register to extend a gateway being built (ledger, metrics, dashboard...).
-#: Each gets (settings, gateway, stages) after the stages exist and before the gateway starts.
-EXTENSIONS: list[Callable[[GatewaySettings, Gateway], None]] = []
-#: Stage factories that insert themselves into the list: (settings, stages) -> stages.
-STAGE_PLUGINS: list[Callable[[GatewaySettings, list[Stage]], list[Stage]]] = []
+#: Services packages above this one add to a gateway being built (the admin API, frame listeners,
+#: isolation): (settings, gateway) -> a `Service`, or None when the settings do not ask for it.
+#: Each registers itself once (`mcpwall.admin.register()`...); none of them is a stage.
+SERVICES: list[Callable[[GatewaySettings, Gateway], Service | None]] = []
 
 
 @dataclass
@@ -81,7 +80,8 @@ def prepare_home(home: Path) -> None:
         os.chmod(home / "run", 0o700)
 
 
-def build(settings: GatewaySettings) -> Built:
+def build(settings: GatewaySettings, extra_stages: Sequence[Stage] = ()) -> Built:
+    """The gateway the settings describe; `extra_stages` run after the policy's (tests record with them)."""
     prepare_home(settings.home)
     policy_path = settings.policy_path
     if policy_path is None and (settings.home / "policy.yaml").exists():
@@ -105,17 +105,17 @@ def build(settings: GatewaySettings) -> Built:
     if not settings.insecure_no_auth:
         auth.named = NamedTokenWatch(settings.home)  # init's new client tokens, uninstall's revocations
     try:
-        stages = default_stages(auth, dict(store.current.source.sections), settings)
-        for plugin in STAGE_PLUGINS:
-            stages = plugin(settings, stages)
+        stages = [*default_stages(auth, dict(store.current.source.sections), settings), *extra_stages]
         gateway = Gateway(servers, store, stages, GatewayOptions(**settings.options))
         state_url = (settings.extras or {}).get("state_url")
         if state_url:
             from mcpwall.shared import RedisStateStore
 
             gateway.state = RedisStateStore(state_url)  # pins, honeytokens, approvals: shared by replicas
-        for extend in EXTENSIONS:
-            extend(settings, gateway)
+        for factory in SERVICES:
+            service = factory(settings, gateway)
+            if service is not None:
+                gateway.add_service(service)
     except PolicyError:
         raise
     except ConfigError as exc:
@@ -266,5 +266,5 @@ def servers_summary(servers: Mapping[str, ServerSpec]) -> str:
     return ", ".join(servers) or "(none)"
 
 
-__all__ = ["EXTENSIONS", "STAGE_PLUGINS", "Built", "GatewaySettings", "build", "configure_logging",
+__all__ = ["SERVICES", "Built", "GatewaySettings", "build", "configure_logging",
            "prepare_home", "run", "serve_http", "serve_stdio"]

@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from mcpwall import __version__
+from mcpwall.pipeline import Inflight, PolicyStore, ServerRequest, Service, Session, keep_capabilities
 from mcpwall.policy import ServerSpec
 from mcpwall.protocol import (
     LATEST_VERSION,
@@ -44,12 +45,11 @@ from mcpwall.protocol import (
     request_id,
     result,
 )
-from mcpwall.proxy._aggregate import collisions, qualify, resource_owner, split
+from mcpwall.protocol.naming import qualify, resource_owner, split
+from mcpwall.proxy._aggregate import collisions
 from mcpwall.proxy._budget import MinuteBudget
 from mcpwall.proxy._pipeline import Pipeline
-from mcpwall.proxy._policystore import PolicyStore
 from mcpwall.proxy._server_messages import CLIENT_CAPABILITIES_META, CLIENT_NOTIFICATIONS, ServerMessages
-from mcpwall.proxy._session import Inflight, ServerRequest, Session, keep_capabilities
 from mcpwall.proxy._upstream import Pending, UpstreamError, UpstreamServer
 from mcpwall.stages import RequestContext, Stage
 from mcpwall.state import MemoryStateStore, StateStore
@@ -115,20 +115,35 @@ class Gateway:
         # Set by stages in bind() when they are in the pipeline (see each stage's module).
         self.approvals: Any = None
         self.ui_app: Any = None
-        self.admin_api: Any = None
         self.metrics_text: Callable[[], bytes] | None = None
         self.notifier: Any = None
         self.ledger: Any = None
         self.tool_filters: list[Any] = []
         self.on_catalog_changed: Callable[[UpstreamServer], None] | None = None
+        #: parts with a lifecycle and no pipeline hook, added by the app builder (`add_service`)
+        self.services: list[Service] = []
         for stage in stages:
             stage.bind(self)
+
+    def add_service(self, service: Service) -> None:
+        """A service runs with the gateway: started after the stages, stopped before them."""
+        self.services.append(service)
+
+    def service(self, name: str) -> Service | None:
+        return next((s for s in self.services if s.name == name), None)
+
+    @property
+    def admin_api(self) -> Any:
+        """The admin API (`mcpwall.admin`) when it runs with this gateway, for the HTTP frontend."""
+        return getattr(self.service("admin_api"), "api", None)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         for stage in self.pipeline.stages:
             await stage.start()
+        for service in self.services:
+            await service.start()
         # One server slow to answer `initialize` must not keep the others (and `ping`) waiting:
         # those not started within `startup_wait_s` go on in the background, and their tools
         # join the lists with a list_changed notification when they are ready.
@@ -159,11 +174,12 @@ class Gateway:
         await asyncio.gather(*(s.stop() for s in self.servers.values()), return_exceptions=True)
         for task in list(self._tasks):
             task.cancel()
-        for stage in reversed(self.pipeline.stages):
+        parts: list[Service | Stage] = [*reversed(self.services), *reversed(self.pipeline.stages)]
+        for part in parts:
             try:
-                await stage.stop()
+                await part.stop()
             except Exception:
-                log.exception("stage %s failed to stop", stage.name)
+                log.exception("stage %s failed to stop", part.name)
 
     def spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -715,7 +731,9 @@ class Gateway:
             "sessions": len(self.sessions),
             "collisions": collisions(self.servers.values()).as_dict(),
             "policy": self.policy.status(),
-            "stages": {s.name: s.status() for s in self.pipeline.stages},
+            # services beside the stages, as /health showed them when they rode the stage lifecycle
+            "stages": {**{s.name: s.status() for s in self.pipeline.stages},
+                       **{s.name: s.status() for s in self.services}},
             "stage_seconds": {k: round(v, 6) for k, v in self.pipeline.timings.items()},
         }
 

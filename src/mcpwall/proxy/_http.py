@@ -38,7 +38,7 @@ from mcpwall.protocol import (
 )
 from mcpwall.proxy._door import Door
 from mcpwall.proxy._gateway import Gateway
-from mcpwall.proxy._session import Session
+from mcpwall.pipeline import Session
 from mcpwall.stages import AuthStage, Reject
 
 log = logging.getLogger("mcpwall.http")

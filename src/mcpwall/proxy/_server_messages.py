@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from mcpwall.errors import ConfigError
+from mcpwall.pipeline import Session
 from mcpwall.protocol import ErrorCode, Message, RequestId, error, result
 from mcpwall.proxy._budget import MinuteBudget
-from mcpwall.proxy._session import Session
 from mcpwall.stages import RequestContext
 from mcpwall.stages.dlp import SCANNED
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from mcpwall.errors import ConfigError
 from mcpwall.policy import ServerSpec
-from mcpwall.proxy._aggregate import valid_server_name
+from mcpwall.protocol.naming import valid_server_name
 
 _TYPES = {"http": "streamable-http", "streamable-http": "streamable-http", "streamableHttp": "streamable-http",
           "sse": "sse", "stdio": "stdio"}

@@ -13,9 +13,9 @@ import logging
 
 import orjson
 
+from mcpwall.pipeline import Session
 from mcpwall.protocol import Message, ProtocolError, parse
 from mcpwall.proxy._gateway import Gateway
-from mcpwall.proxy._session import Session
 from mcpwall.transports._lines import skip_line, stdin_is_file, stdio_streams
 
 #: How long calls in flight may still finish once the client has closed stdin.

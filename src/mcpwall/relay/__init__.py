@@ -38,15 +38,20 @@ from mcpwall.relay._frame import (
     meta_line,
     sanitize_name,
 )
-from mcpwall.relay._listener import MAX_CONNECTIONS, FrameListener, FrameListenerStage, frame_listener_plugin
+from mcpwall.relay._listener import (
+    MAX_CONNECTIONS,
+    FrameListener,
+    FrameListenerService,
+    frame_listener_service,
+)
 
 
 def register() -> None:
-    """Add the framed listener to `mcpwall.proxy.STAGE_PLUGINS` (idempotent)."""
-    from mcpwall.proxy import STAGE_PLUGINS
+    """Add the framed listener to `mcpwall.proxy.SERVICES` (idempotent)."""
+    from mcpwall.proxy import SERVICES
 
-    if frame_listener_plugin not in STAGE_PLUGINS:
-        STAGE_PLUGINS.append(frame_listener_plugin)
+    if frame_listener_service not in SERVICES:
+        SERVICES.append(frame_listener_service)
 
 
 __all__ = [
@@ -76,14 +81,14 @@ __all__ = [
     "FrameDecoder",
     "FrameError",
     "FrameListener",
-    "FrameListenerStage",
+    "FrameListenerService",
     "MessageAssembler",
     "Relay",
     "RelayError",
     "connect",
     "encode",
     "encode_message",
-    "frame_listener_plugin",
+    "frame_listener_service",
     "listen",
     "meta_line",
     "parent_process_name",

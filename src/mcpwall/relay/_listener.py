@@ -35,7 +35,6 @@ from mcpwall.protocol import ErrorCode, error
 from mcpwall.relay._address import Address, listen, parse_address
 from mcpwall.relay._connection import BODY_TIMEOUT_S, MAX_STREAMS, ConnectionStats, FrameConnection
 from mcpwall.relay._frame import CLOSE, NOTIFY_STREAM, encode
-from mcpwall.stages import Stage
 
 if TYPE_CHECKING:
     from mcpwall.proxy import Gateway
@@ -111,44 +110,32 @@ class FrameListener:
                 "refused": s.refused, "closed_on_error": s.closed_on_error}
 
 
-class FrameListenerStage(Stage):
-    """Runs a FrameListener with the gateway: opened at start, closed at stop.
-
-    A frontend riding the stage lifecycle (bind/start/stop): it overrides no
-    request hook, so the pipeline never calls it on the hot path.
-    """
+class FrameListenerService:
+    """Runs a FrameListener with the gateway (a service): opened at start, closed at stop."""
 
     name = "frame_listener"
 
-    def __init__(self, addresses: Sequence[Address], **options: Any) -> None:
-        self.addresses = list(addresses)
-        self.options = options
-        self.listener: FrameListener | None = None
-
-    def bind(self, gateway: Gateway) -> None:
-        self.listener = FrameListener(gateway, self.addresses, **self.options)
-        gateway.frame_listener = self.listener  # type: ignore[attr-defined]
+    def __init__(self, gateway: Gateway, addresses: Sequence[Address], **options: Any) -> None:
+        self.listener = FrameListener(gateway, list(addresses), **options)
 
     async def start(self) -> None:
-        if self.listener is not None:
-            await self.listener.start()
+        await self.listener.start()
 
     async def stop(self) -> None:
-        if self.listener is not None:
-            await self.listener.stop()
+        await self.listener.stop()
 
     def status(self) -> dict[str, Any]:
-        return self.listener.status() if self.listener is not None else {}
+        return self.listener.status()
 
 
-def frame_listener_plugin(settings: Any, stages: list[Stage]) -> list[Stage]:
-    """A `mcpwall.proxy.STAGE_PLUGINS` entry: adds the listener when `extras["frame_listen"]` names addresses."""
+def frame_listener_service(settings: Any, gateway: Gateway) -> FrameListenerService | None:
+    """A `mcpwall.proxy.SERVICES` entry: the listener when `extras["frame_listen"]` names addresses."""
     extras = getattr(settings, "extras", None) or {}
     addresses = [parse_address(a) for a in extras.get("frame_listen") or []]
     if not addresses:
-        return stages
+        return None
     options = {k: extras[k] for k in ("body_timeout", "max_connections", "max_streams") if k in extras}
-    return [*stages, FrameListenerStage(addresses, **options)]
+    return FrameListenerService(gateway, addresses, **options)
 
 
-__all__ = ["MAX_CONNECTIONS", "FrameListener", "FrameListenerStage", "frame_listener_plugin"]
+__all__ = ["MAX_CONNECTIONS", "FrameListener", "FrameListenerService", "frame_listener_service"]

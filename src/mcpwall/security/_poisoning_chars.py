@@ -14,7 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from mcpwall.stages.hooks import strip_ansi
+from mcpwall.security.hooks import strip_ansi
 
 #: ESC-introduced sequences (CSI, OSC, two-byte) and the 8-bit CSI.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")

@@ -20,7 +20,7 @@ import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
-from mcpwall.stages._base import Reject, RequestContext, Stage, blocked
+from mcpwall.pipeline import Reject, RequestContext, Stage, blocked
 from mcpwall.stages.auth import AuthStage
 from mcpwall.stages.circuit import CircuitStage
 from mcpwall.stages.listfilter import ListFilterStage

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from mcpwall.errors import ConfigError
 from mcpwall.ledger import Event, Ledger, LedgerError, LedgerOptions, RuleInfo, open_ledger, parse_url
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, error
-from mcpwall.stages._base import Reject, RequestContext, Stage
 
 if TYPE_CHECKING:
-    from mcpwall.proxy._gateway import Gateway
+    from mcpwall.pipeline import GatewayView
 
 log = logging.getLogger("mcpwall.ledger")
 
@@ -65,7 +65,7 @@ class AuditStage(Stage):
 
     # ------------------------------------------------------------------ lifecycle
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         gateway.ledger = self.ledger
         gateway.state = self.ledger
 

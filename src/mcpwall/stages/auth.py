@@ -1,7 +1,7 @@
 """Authentication: a bearer token on every HTTP request, and Origin/Host checks.
 
 The token comes from `MCPWALL_TOKEN`, `--token-file`, or is generated on first
-start into `<home>/run/gateway.token` (mode 0600); see `mcpwall.proxy._token`.
+start into `<home>/run/gateway.token` (mode 0600); see `mcpwall._token`.
 Host and Origin are checked even without a token, against DNS rebinding: a
 browser page on another origin must not reach a loopback gateway.
 """
@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcpwall.errors import ConfigError
+from mcpwall.pipeline import Reject, Stage
 from mcpwall.protocol import ErrorCode
-from mcpwall.stages._base import Reject, Stage
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -58,7 +58,7 @@ class AuthStage(Stage):
         self.allowed_hosts = LOOPBACK_HOSTS | {_allowed_form(h) for h in allowed_hosts}
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.rejected = 0
-        #: polled for the named tokens when their folder changes (`proxy._token.NamedTokenWatch`)
+        #: polled for the named tokens when their folder changes (`mcpwall._token.NamedTokenWatch`)
         self.named: Any = None
 
     def identify(self, authorization: str | None) -> str | None:

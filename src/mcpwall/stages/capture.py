@@ -29,12 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from mcpwall.stages._base import Stage
+from mcpwall.pipeline import Stage
 
 if TYPE_CHECKING:
+    from mcpwall.pipeline import GatewayView, Session
     from mcpwall.protocol import Message
-    from mcpwall.proxy._gateway import Gateway
-    from mcpwall.proxy._session import Session
 
 log = logging.getLogger("mcpwall.capture")
 
@@ -84,7 +83,7 @@ class CaptureStage(Stage):
         self.files = 0
         self.errors = 0
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         gateway.taps.append(self.tap)
 
     def tap(self, session: Session, direction: str, message: Message) -> None:

@@ -35,20 +35,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import re2
 from pydantic import Field
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.policy import Decision
 from mcpwall.protocol import ErrorCode, Message
 from mcpwall.security._classify import CallFacts, classify
 from mcpwall.security._json import strings
-from mcpwall.security._stagekit import (
-    StageConfig,
-    arguments,
-    audit_mode,
-    enforce,
-    matches,
-    parse,
-    stage_block,
-)
-from mcpwall.security._stagekit import tool_description as describe_tool
 from mcpwall.security.chains import (
     FINAL,
     INJECTION,
@@ -57,10 +48,19 @@ from mcpwall.security.chains import (
     describe_flow,
     kill_chain_event,
 )
-from mcpwall.stages._base import Reject, RequestContext, Stage
+from mcpwall.stages._kit import (
+    StageConfig,
+    arguments,
+    audit_mode,
+    enforce,
+    matches,
+    parse,
+    stage_block,
+)
+from mcpwall.stages._kit import tool_description as describe_tool
 
 if TYPE_CHECKING:
-    from mcpwall.proxy._gateway import Gateway
+    from mcpwall.pipeline import GatewayView
 
 log = logging.getLogger("mcpwall.chain")
 
@@ -119,7 +119,7 @@ class ChainStage(Stage):
         self.toxic_flows = 0
         self.sources = {"private": 0, "untrusted": 0}
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         if not self.config.workspace:
             # the servers' declared roots are workspace too
             for upstream in gateway.servers.values():

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
-from mcpwall.stages._base import Reject, RequestContext, Stage
 
 
 class CircuitStage(Stage):

@@ -43,11 +43,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.security._decode import MAX_DECODED
-from mcpwall.security._stagekit import StageConfig, enforce, parse
 from mcpwall.security.dlp import Finding, Fingerprints, Scanner
-from mcpwall.stages._base import Reject, RequestContext, Stage
+from mcpwall.stages._kit import StageConfig, enforce, parse
 
 log = logging.getLogger("mcpwall.dlp")
 

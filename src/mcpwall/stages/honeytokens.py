@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
-from mcpwall.security._stagekit import StageConfig, enforce, parse
 from mcpwall.security.honeytokens import Registry
-from mcpwall.stages._base import Reject, RequestContext, Stage
+from mcpwall.stages._kit import StageConfig, enforce, parse
 
 if TYPE_CHECKING:
-    from mcpwall.proxy._gateway import Gateway
+    from mcpwall.pipeline import GatewayView
 
 log = logging.getLogger("mcpwall.honeytokens")
 
@@ -56,7 +56,7 @@ def config_of(config: Mapping[str, Any]) -> HoneytokenConfig:
     return parse(HoneytokenConfig, config.get("honeytokens"), "honeytokens")
 
 
-def shared_registry(gateway: Gateway) -> Registry:
+def shared_registry(gateway: GatewayView) -> Registry:
     """The one registry of a gateway, created by whichever honeytoken stage binds first."""
     registry = getattr(gateway, "honeytokens", None)
     if not isinstance(registry, Registry):
@@ -72,9 +72,9 @@ class HoneytokenTripwire(Stage):
         self.config = config or HoneytokenConfig(enabled=True)
         self.registry = registry or Registry()
         self.alerts = 0
-        self._gateway: Gateway | None = None
+        self._gateway: GatewayView | None = None
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         self.registry = shared_registry(gateway)
         self._gateway = gateway
 

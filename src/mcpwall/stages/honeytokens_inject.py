@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mcpwall.pipeline import RequestContext, Stage
 from mcpwall.protocol import Message
-from mcpwall.security._stagekit import matches
 from mcpwall.security.honeytokens import Registry, render
-from mcpwall.stages._base import RequestContext, Stage
+from mcpwall.stages._kit import matches
 from mcpwall.stages.honeytokens import HoneytokenConfig, config_of, shared_registry
 
 if TYPE_CHECKING:
-    from mcpwall.proxy._gateway import Gateway
+    from mcpwall.pipeline import GatewayView
 
 
 class HoneytokenInjector(Stage):
@@ -30,9 +30,9 @@ class HoneytokenInjector(Stage):
         self.config = config or HoneytokenConfig(enabled=True)
         self.registry = registry or Registry()
         self.responses = 0
-        self._gateway: Gateway | None = None
+        self._gateway: GatewayView | None = None
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         self.registry = shared_registry(gateway)
         self._gateway = gateway
 

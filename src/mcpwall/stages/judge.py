@@ -27,10 +27,10 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, json_text
-from mcpwall.security._stagekit import StageConfig, arguments, enforce, parse, stage_block, tool_description
 from mcpwall.security.judge import JudgeError, Opinion, RemoteJudge, heuristic, stricter
-from mcpwall.stages._base import Reject, RequestContext, Stage
+from mcpwall.stages._kit import StageConfig, arguments, enforce, parse, stage_block, tool_description
 
 log = logging.getLogger("mcpwall.judge")
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mcpwall.pipeline import RequestContext, Stage
 from mcpwall.policy import Call, Context, local_now, visible
 from mcpwall.protocol import Message
-from mcpwall.stages._base import RequestContext, Stage
+from mcpwall.protocol.naming import resource_owner, split
 
 _KEYS = {"tools/list": ("tools", "tools/call"), "prompts/list": ("prompts", "prompts/get"),
          "resources/list": ("resources", "resources/read")}
@@ -29,9 +30,6 @@ class ListFilterStage(Stage):
         body = response.get("result")
         if spec is None or not isinstance(body, dict) or not isinstance(body.get(spec[0]), list):
             return response
-        # Imported here: mcpwall.proxy imports the stages package (no cycle at import time).
-        from mcpwall.proxy._aggregate import resource_owner, split
-
         key, method = spec
         policy = ctx.gateway.policy.current
         now = Context(now=local_now())

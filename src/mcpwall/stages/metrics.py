@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.metrics import GatewayMetrics
-from mcpwall.security._stagekit import StageConfig, parse, stage_block
-from mcpwall.stages._base import RequestContext, Stage
+from mcpwall.pipeline import RequestContext, Stage
+from mcpwall.stages._kit import StageConfig, parse, stage_block
 
 if TYPE_CHECKING:
-    from mcpwall.proxy._gateway import Gateway
+    from mcpwall.pipeline import GatewayView
 
 
 class MetricsConfig(StageConfig):
@@ -35,7 +35,7 @@ class MetricsStage(Stage):
     def __init__(self) -> None:
         self.metrics = GatewayMetrics()
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         self.metrics.gateway = gateway
         gateway.metrics = self.metrics  # type: ignore[attr-defined]
         gateway.metrics_text = self.metrics.render

@@ -36,13 +36,13 @@ from pydantic import Field
 
 from mcpwall.approvals import Approvals
 from mcpwall.notify import Notifier, SenderOptions, ask_event, events_for
-from mcpwall.security._stagekit import StageConfig, parse, stage_block
-from mcpwall.stages._base import RequestContext, Stage
+from mcpwall.pipeline import RequestContext, Stage
+from mcpwall.stages._kit import StageConfig, parse, stage_block
 from mcpwall.stages.auth import AuthStage
 
 if TYPE_CHECKING:
     from mcpwall.dashboard import Dashboard
-    from mcpwall.proxy._gateway import Gateway
+    from mcpwall.pipeline import GatewayView
 
 log = logging.getLogger("mcpwall.notify")
 
@@ -83,7 +83,7 @@ class NotifyStage(Stage):
         self.settings = settings
         if self.approvals is not None:
             self.approvals.home = getattr(settings, "home", None)
-        self.gateway: Gateway | None = None
+        self.gateway: GatewayView | None = None
         self.dashboard: Dashboard | None = None
         self._seen_pins: set[str] = set()
         self._wanted_for: Any = None
@@ -91,7 +91,7 @@ class NotifyStage(Stage):
 
     # ------------------------------------------------------------------ wiring
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         self.gateway = gateway
         gateway.notifier = self.notifier
         if self.approvals is not None:

@@ -41,10 +41,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from mcpwall.errors import ConfigError
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, Message
 from mcpwall.security._poisoning_chars import clean
 from mcpwall.security._poisoning_pins import KINDS, PinBook, PinChange, pin_key
-from mcpwall.stages._base import Reject, RequestContext, Stage
 
 #: How long a call's pin check is reused for the same catalog entry.
 _RECHECK_S = 0.5

@@ -40,7 +40,9 @@ from typing import Any
 import orjson
 
 from mcpwall.errors import ConfigError
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, Message, error
+from mcpwall.protocol.naming import resource_owner, split
 from mcpwall.security import poisoning as _scan
 from mcpwall.security._poisoning_chars import clean as _clean_text
 from mcpwall.security.poisoning import (
@@ -51,7 +53,6 @@ from mcpwall.security.poisoning import (
     scan_result,
     scan_tool,
 )
-from mcpwall.stages._base import Reject, RequestContext, Stage
 
 log = logging.getLogger("mcpwall.poisoning")
 
@@ -382,8 +383,6 @@ class PoisoningStage(Stage):
 
 def _locate(ctx: RequestContext, key: str, item: Mapping[str, Any]) -> tuple[str, str] | None:
     """(server, name as the server knows it) of one listed item, as the list filter resolves it."""
-    from mcpwall.proxy._aggregate import resource_owner, split
-
     shown = item.get("uri") if key == "resources" else item.get("name")
     if not isinstance(shown, str):
         return None

@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.policy import Call, Context, Decision, evaluate, local_now, prepare, redact_arguments
 from mcpwall.protocol import ErrorCode
-from mcpwall.stages._base import Reject, RequestContext, Stage
-from mcpwall.stages.hooks import run_hooks
+from mcpwall.security.hooks import run_hooks
 
 log = logging.getLogger("mcpwall.policy")
 

@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
 from mcpwall.shared import SharedRate
-from mcpwall.stages._base import Reject, RequestContext, Stage
 
 DEFAULT_PER_MINUTE = 6000
 

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from mcpwall.errors import ConfigError
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
-from mcpwall.proxy._aggregate import qualify
-from mcpwall.stages._base import Reject, RequestContext, Stage
+from mcpwall.protocol.naming import qualify
 
 log = logging.getLogger("mcpwall.rbac")
 

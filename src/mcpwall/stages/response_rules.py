@@ -10,10 +10,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from mcpwall.pipeline import RequestContext, Stage
 from mcpwall.policy import Context, evaluate_response, local_now, prepare, redact_text
 from mcpwall.protocol import ErrorCode, Message, error
-from mcpwall.stages._base import RequestContext, Stage
-from mcpwall.stages.hooks import _map_strings, run_hooks
+from mcpwall.security.hooks import _map_strings, run_hooks
 from mcpwall.stages.policy import call_for, render
 
 log = logging.getLogger("mcpwall.policy")

@@ -27,10 +27,10 @@ from typing import Any
 
 from pydantic import Field
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
-from mcpwall.security._stagekit import StageConfig, arguments, enforce, parse, stage_block
 from mcpwall.security.schema import SchemaCache, path_violations
-from mcpwall.stages._base import Reject, RequestContext, Stage
+from mcpwall.stages._kit import StageConfig, arguments, enforce, parse, stage_block
 
 log = logging.getLogger("mcpwall.schema")
 _HOME = os.path.expanduser("~")

@@ -26,12 +26,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
 from mcpwall.security.selfguard import RULE_ID, Finding, ProtectedSet, mutates
-from mcpwall.stages._base import Reject, RequestContext, Stage
 
 if TYPE_CHECKING:
-    from mcpwall.proxy._gateway import Gateway
+    from mcpwall.pipeline import GatewayView
 
 _ARGUMENTS = frozenset({"tools/call", "prompts/get"})
 _PARAMS = frozenset({"resources/read", "resources/subscribe", "completion/complete"})
@@ -40,8 +40,8 @@ _PARAMS = frozenset({"resources/read", "resources/subscribe", "completion/comple
 def protected_set(home: Path, policy_files: Iterable[str | Path], config: Mapping[str, Any],
                   settings: Any = None) -> ProtectedSet:
     """The gateway's protected set from its home, policy files, policy sections and start options."""
+    from mcpwall._token import token_path
     from mcpwall.ledger import checkpoint_path, key_path, parse_url
-    from mcpwall.proxy._token import token_path
 
     policy_files = [*policy_files]
     policy_path = getattr(settings, "policy_path", None)
@@ -142,9 +142,9 @@ class SelfGuardStage(Stage):
         self.guard = protected_set(home, (), self.config, settings)
         self.dirs: dict[str, tuple[str, ...]] = {}
         self.refused = 0
-        self.gateway: Gateway | None = None
+        self.gateway: GatewayView | None = None
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         self.gateway = gateway
         store = gateway.policy
         self._rebuild(store.current)

@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
-from mcpwall.security._stagekit import StageConfig, enforce, parse, stage_block
 from mcpwall.security.threatintel import (
     THREATFOX_API,
     Indicator,
@@ -39,7 +39,7 @@ from mcpwall.security.threatintel import (
     auth_key_from_env,
     extract,
 )
-from mcpwall.stages._base import Reject, RequestContext, Stage
+from mcpwall.stages._kit import StageConfig, enforce, parse, stage_block
 
 log = logging.getLogger("mcpwall.threatintel")
 

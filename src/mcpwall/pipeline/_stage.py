@@ -28,12 +28,15 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mcpwall.pipeline._session import Send, Session
 from mcpwall.protocol import ErrorCode, Message, RequestId
 
 if TYPE_CHECKING:
+    from mcpwall.pipeline._view import GatewayView
     from mcpwall.policy import Decision
-    from mcpwall.proxy._gateway import Emit, Gateway
-    from mcpwall.proxy._session import Session
+
+#: Sends one message to the client that made the request (an HTTP response stream, stdout).
+Emit = Send
 
 
 @dataclass(slots=True)
@@ -52,7 +55,7 @@ class Reject:
 class RequestContext:
     """Everything known about one client request as it crosses the pipeline."""
 
-    gateway: Gateway
+    gateway: GatewayView
     session: Session
     message: Message
     method: str
@@ -96,7 +99,7 @@ class Stage:
         """May return an awaitable; the pipeline awaits it before the answer is sent."""
         return None
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: GatewayView) -> None:
         """Called once when the gateway is built, before it starts."""
         return None
 
@@ -117,4 +120,4 @@ def blocked(message: str, **data: Any) -> Reject:
     return Reject(ErrorCode.BLOCKED, message, data or None)
 
 
-__all__ = ["Reject", "RequestContext", "Stage", "blocked"]
+__all__ = ["Emit", "Reject", "RequestContext", "Stage", "blocked"]

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mcpwall.errors import ConfigError
-from mcpwall.stages._base import Reject, RequestContext
+from mcpwall.pipeline import Reject, RequestContext
 
 M = TypeVar("M", bound=BaseModel)
 
