@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,63 +21,29 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from click.testing import CliRunner
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from mcpwall.admin import app_wrapper, register
+from mcpwall.admin import app_wrapper
 from mcpwall.cli import cli
-from mcpwall.proxy import GatewaySettings, HttpFrontend, build, write_secret
+from mcpwall.proxy import write_secret
+from tests.harness import ALLOW_ALL, build_gateway, serve_http, token
 from tests.proxy.harness import http_client
 from tests.relay.helpers import EVERYTHING, MCPWALL
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-POLICY = """\
-version: "1"
-mode: enforce
-defaultAction: allow
-rules: []
-stages:
-  ratelimit: {requestsPerMinute: 0}
-"""
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+POLICY = ALLOW_ALL
 
 
 @asynccontextmanager
 async def served_gateway(tmp_path: Path) -> AsyncIterator[tuple[str, str, Any]]:
     """(URL, token, gateway) of a real gateway on loopback with the admin API mounted."""
-    register()
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    (home / "policy.yaml").write_text(POLICY, encoding="utf-8")
-    servers = home / "servers.json"
-    servers.write_text(json.dumps({"mcpServers": {"ev": EVERYTHING}}), encoding="utf-8")
-    port = _port()
-    built = build(GatewaySettings(home=home, policy_path=home / "policy.yaml", servers_files=[servers], port=port))
-    token = (home / "run" / "gateway.token").read_text().strip()
-    frontend = HttpFrontend(built.gateway, built.auth, base_url=f"http://127.0.0.1:{port}")
-    app = app_wrapper(built.gateway.admin_api)(frontend)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    try:
-        for _ in range(600):
-            if server.started:
-                break
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.05)
-        yield f"http://127.0.0.1:{port}", token, built.gateway
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
+    built = build_gateway(tmp_path / "home", POLICY, {"ev": EVERYTHING}, auth=True)
+    async with serve_http(built, app_wrapper=app_wrapper(built.gateway.admin_api)) as url:
+        yield url, token(built), built.gateway
 
 
 def _admin(url: str, token: str | None, stderr: Path) -> StdioServerParameters:

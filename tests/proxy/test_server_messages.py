@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from mcpwall.proxy import GatewaySettings, build
 from mcpwall.pipeline import ServerRequest
-from tests.proxy.harness import PERMISSIVE, script_server, write_servers
+from tests.harness import build_gateway
+from tests.proxy.harness import PERMISSIVE, script_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -30,9 +30,8 @@ INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
 
 def make(tmp_path: Path, extra: str = "") -> Any:
     # the call's own arguments are let through, so that the server itself holds the secret
-    (tmp_path / "policy.yaml").write_text(PERMISSIVE + "dlp: {arguments: off}\n" + extra)
-    servers = write_servers(tmp_path / "servers.json", {"m": script_server("misbehave", "ok")})
-    return build(GatewaySettings(home=tmp_path, servers_files=[servers], insecure_no_auth=True)).gateway
+    return build_gateway(tmp_path, PERMISSIVE + "dlp: {arguments: off}\n" + extra,
+                         {"m": script_server("misbehave", "ok")}).gateway
 
 
 async def session(gw: Any) -> Any:

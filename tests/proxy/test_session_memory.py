@@ -22,9 +22,10 @@ import httpx
 import orjson
 import pytest
 
-from mcpwall.proxy import GatewaySettings, HttpFrontend, build
 from mcpwall.pipeline import keep_capabilities
-from tests.proxy.harness import MEMORY, PERMISSIVE, write_servers
+from mcpwall.proxy import HttpFrontend
+from tests.harness import build_gateway, frontend, started
+from tests.proxy.harness import MEMORY, PERMISSIVE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -47,18 +48,12 @@ def init(caps: dict[str, Any] | None = None, info: dict[str, Any] | None = None)
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[HttpFrontend, httpx.AsyncClient]]:
-    (tmp_path / "policy.yaml").write_text(PERMISSIVE)
-    servers = write_servers(tmp_path / "servers.json", {"memory": MEMORY})
-    built = build(GatewaySettings(home=tmp_path, servers_files=[servers]))
+    built = build_gateway(tmp_path, PERMISSIVE, {"memory": MEMORY}, auth=True)
     built.auth.tokens.update({token: who for who, token in TOKENS.items()})
-    frontend = HttpFrontend(built.gateway, built.auth)
-    await built.gateway.start()
-    try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=frontend),
-                                     base_url="http://127.0.0.1", timeout=60) as client:
-            yield frontend, client
-    finally:
-        await built.gateway.stop()
+    app = frontend(built)
+    async with started(built), httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                                 base_url="http://127.0.0.1", timeout=60) as client:
+        yield app, client
 
 
 def auth(who: str) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Helpers for the relay tests: an in-process gateway with a framed listener, and a raw frame client.
 
 `framed_gateway` builds the gateway as `mcpwall proxy --frame-listen unix:PATH` does
-(`mcpwall.proxy.build` with `extras["frame_listen"]`; `isolate=True` adds what `--isolate`
+(`tests.harness.build_gateway` with `frame_listen`; `isolate=True` adds what `--isolate`
 sets), with real upstream servers, and
 stops it at the end (which stops the upstream processes and removes the socket).
 `FrameClient` speaks the wire format itself, byte for byte: it is the adversary of the
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import shutil
 import struct
 import sys
@@ -26,8 +25,6 @@ from typing import Any
 
 import orjson
 
-from mcpwall.isolation import register as register_isolation
-from mcpwall.proxy import GatewaySettings, build
 from mcpwall.relay import (
     END,
     ERROR,
@@ -41,8 +38,8 @@ from mcpwall.relay import (
     MessageAssembler,
     encode,
     meta_line,
-    register,
 )
+from tests.harness import ALLOW_ALL, build_gateway, started
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "node_modules" / ".bin"
@@ -60,16 +57,6 @@ def builtin(policy: Path | None = None) -> dict[str, Any]:
 
 def misbehave(mode: str, markers: Path) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(MISBEHAVE), mode, str(markers)]}
-
-
-ALLOW_ALL = """\
-version: "1"
-mode: enforce
-defaultAction: allow
-rules: []
-stages:
-  ratelimit: {requestsPerMinute: 0}
-"""
 
 
 @dataclass
@@ -97,26 +84,15 @@ class Framed:
 @contextlib.asynccontextmanager
 async def framed_gateway(tmp_path: Path, servers: dict[str, dict[str, Any]], policy: str = ALLOW_ALL,
                          **extras: Any) -> AsyncIterator[Framed]:
-    register()
-    register_isolation()
-    home = tmp_path / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    policy_path = home / "policy.yaml"
-    policy_path.write_text(policy, encoding="utf-8")
-    servers_file = home / "servers.json"
-    servers_file.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
     # A Unix socket path must fit in 108 bytes: pytest's tmp_path (named after the test) may not.
     sock_dir = Path(tempfile.mkdtemp(prefix="mw-", dir="/tmp"))
     sock = sock_dir / "gw.sock"
-    settings = GatewaySettings(home=home, policy_path=policy_path, servers_files=[servers_file],
-                               insecure_no_auth=True)
-    settings.extras = {"frame_listen": [f"unix:{sock}"], **extras}
-    built = build(settings)
-    await built.gateway.start()
+    home = tmp_path / "home"
     try:
-        yield Framed(built.gateway, built, home, sock, policy_path)
+        built = build_gateway(home, policy, servers, frame_listen=[f"unix:{sock}"], **extras)
+        async with started(built):
+            yield Framed(built.gateway, built, home, sock, home / "policy.yaml")
     finally:
-        await built.gateway.stop()
         shutil.rmtree(sock_dir, ignore_errors=True)
 
 

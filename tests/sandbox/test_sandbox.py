@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from mcpwall.policy._model import SandboxSpec
-from mcpwall.proxy import GatewaySettings, build
 from mcpwall.sandbox import SandboxUnavailable, runtime_paths, sandbox_argv
+from tests.harness import MemoryClient, build_gateway, started
 from tests.sandbox.conftest import needs_bwrap
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,32 +106,19 @@ servers: {servers}
 
 @asynccontextmanager
 async def gateway(tmp_path: Path, servers: dict[str, Any]) -> AsyncIterator[Any]:
-    home = tmp_path / "home"
-    home.mkdir()
-    policy = home / "policy.yaml"
-    policy.write_text(POLICY.format(servers=json.dumps(servers)), encoding="utf-8")
-    built = build(GatewaySettings(home=home, policy_path=policy, insecure_no_auth=True))
-    await built.gateway.start()
-    session = built.gateway.open_session("stdio", None, process_name="sandbox-test")
-    ids = iter(range(1, 10_000))
+    built = build_gateway(tmp_path / "home", POLICY.format(servers=json.dumps(servers)))
+    async with started(built):
+        client = MemoryClient(built.gateway, process_name="sandbox-test")
+        await client.initialize(initialized=True)
 
-    async def call(tool: str, arguments: dict[str, Any]) -> str:
-        answer = await built.gateway.handle_request(session, {"jsonrpc": "2.0", "id": next(ids),
-                                                               "method": "tools/call",
-                                                               "params": {"name": tool, "arguments": arguments}})
-        assert answer is not None
-        if "error" in answer:
-            assert answer["error"]["code"] == -32001, answer  # another stage of the gateway refused it
-            return "BLOCKED-BY-GATEWAY"
-        return "\n".join(c.get("text", "") for c in answer["result"]["content"])
+        async def call(tool: str, arguments: dict[str, Any]) -> str:
+            answer = await client.call(tool, arguments)
+            if "error" in answer:
+                assert answer["error"]["code"] == -32001, answer  # another stage of the gateway refused it
+                return "BLOCKED-BY-GATEWAY"
+            return "\n".join(c.get("text", "") for c in answer["result"]["content"])
 
-    await built.gateway.handle_request(session, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-    await built.gateway.handle(session, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-    try:
         yield call, built.gateway
-    finally:
-        await built.gateway.stop()
 
 
 def _workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
