@@ -1,18 +1,16 @@
 """A real gateway served on loopback for the approval, dashboard and metrics tests.
 
 `served(tmp_path, policy)` builds a gateway the way `mcpwall proxy` does
-(`mcpwall.proxy.build`: token authentication, SQLite ledger, every stage of
-STAGE_ORDER), mounts what the notify and metrics stages attach
-(`gateway.ui_app`, `gateway.metrics_text`) on the real HTTP frontend, runs
-it under uvicorn on a free port and stops it (and its upstream processes)
+(`tests.harness.build_gateway`: token authentication, SQLite ledger, every
+stage of STAGE_ORDER), serves its HTTP frontend with what the notify and
+metrics stages attach (the dashboard, `/metrics`) under uvicorn on a free
+port (`tests.harness.serve_http`) and stops it (and its upstream processes)
 at the end. The upstream is the npm `everything` server as `ev`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -20,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
 from mcpwall._token import write_secret
-from mcpwall.proxy import GatewaySettings, HttpFrontend, build
+from tests.harness import build_gateway, serve_http, token
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERYTHING = {"command": str(ROOT / "node_modules" / ".bin" / "mcp-server-everything"), "args": ["stdio"]}
@@ -52,12 +49,6 @@ stages:
 
 def ask_policy(timeout_ms: int = 20000, extra: str = "") -> str:
     return ASK_POLICY.format(timeout=timeout_ms, extra=extra)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -101,30 +92,8 @@ class Served:
 async def served(tmp_path: Path, policy: str, *, servers: dict[str, Any] | None = None,
                  agent_tokens: dict[str, str] | None = None) -> AsyncIterator[Served]:
     home = tmp_path / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "policy.yaml").write_text(policy, encoding="utf-8")
-    for identity, token in (agent_tokens or {}).items():
-        write_secret(home / "run" / "tokens" / f"{identity}.token", token)
-    servers_file = home / "servers.json"
-    servers_file.write_text(json.dumps({"mcpServers": servers if servers is not None else {"ev": EVERYTHING}}))
-    port = free_port()
-    built = build(GatewaySettings(home=home, policy_path=home / "policy.yaml", servers_files=[servers_file],
-                                  port=port))
-    token = (home / "run" / "gateway.token").read_text().strip()
-    gateway = built.gateway
-    frontend = HttpFrontend(gateway, built.auth, base_url=f"http://127.0.0.1:{port}",
-                            extra=getattr(gateway, "ui_app", None), metrics=getattr(gateway, "metrics_text", None))
-    server = uvicorn.Server(uvicorn.Config(frontend, host="127.0.0.1", port=port, lifespan="on", log_level="warning",
-                                           timeout_graceful_shutdown=2))
-    task = asyncio.create_task(server.serve())
-    try:
-        for _ in range(1200):
-            if server.started:
-                break
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.05)
-        yield Served(f"http://127.0.0.1:{port}", token, gateway, home)
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 60)
+    for identity, secret in (agent_tokens or {}).items():
+        write_secret(home / "run" / "tokens" / f"{identity}.token", secret)
+    built = build_gateway(home, policy, servers if servers is not None else {"ev": EVERYTHING}, auth=True)
+    async with serve_http(built) as url:
+        yield Served(url, token(built), built.gateway, home)

@@ -19,8 +19,8 @@ from click.testing import CliRunner, Result
 from mcp.shared.exceptions import MCPError
 
 from mcpwall.cli import cli
-from mcpwall.proxy import GatewaySettings, build
-from tests.approvals.harness import EVERYTHING, ask_policy, free_port, served
+from tests.approvals.harness import EVERYTHING, ask_policy, served
+from tests.harness import MemoryClient, build_gateway, free_port, started
 from tests.proxy.harness import http_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -81,24 +81,16 @@ async def test_the_commands_refuse_a_token_on_the_command_line_and_report_an_unr
 async def test_via_ledger_answers_a_gateway_that_serves_no_http_api(tmp_path: Path) -> None:
     """`wrap` and `proxy --stdio` have no HTTP API: the answer goes through the home's ledger."""
     home = tmp_path / "home"
-    home.mkdir()
-    (home / "policy.yaml").write_text(ask_policy())
-    (home / "servers.json").write_text(json.dumps({"mcpServers": {"ev": EVERYTHING}}))
-    built = build(GatewaySettings(home=home, policy_path=home / "policy.yaml", servers_files=[home / "servers.json"],
-                                  insecure_no_auth=True))
+    built = build_gateway(home, ask_policy(), {"ev": EVERYTHING})
     gateway = built.gateway
-    await gateway.start()
-    try:
-        session = gateway.open_session("stdio", None)
-        await gateway.handle_request(session, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "desk", "version": "1"}}})
+    async with started(built):
+        client = MemoryClient(gateway, name="desk")
+        await client.initialize()
 
-        def call(rid: int, message: str) -> Any:
-            return asyncio.ensure_future(gateway.handle_request(session, {
-                "jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                "params": {"name": "ev__echo", "arguments": {"message": message}}}))
+        def call(message: str) -> Any:
+            return asyncio.ensure_future(client.call("ev__echo", {"message": message}))
 
-        held = call(2, "from the desktop")
+        held = call("from the desktop")
         listed = None
         for _ in range(200):
             listed = await _run(["approve", "--list", "--json", "--via-ledger", "--home", str(home)])
@@ -112,7 +104,7 @@ async def test_via_ledger_answers_a_gateway_that_serves_no_http_api(tmp_path: Pa
         answer = await asyncio.wait_for(held, 10)  # the holder polls the shared book
         assert answer["result"]["content"][0]["text"] == "Echo: from the desktop"
 
-        refused = call(3, "second")
+        refused = call("second")
         for _ in range(200):
             pending = gateway.approvals.book.pending()
             if pending:
@@ -123,8 +115,6 @@ async def test_via_ledger_answers_a_gateway_that_serves_no_http_api(tmp_path: Pa
         answer = await asyncio.wait_for(refused, 10)
         assert answer["error"]["code"] == -32001
         assert (await _run(["deny", pending[0]["id"], "--via-ledger", "--home", str(home)])).exit_code == 1
-    finally:
-        await gateway.stop()
 
 
 async def test_approve_finds_a_gateway_started_on_another_port_and_its_printed_hint_works(tmp_path: Path) -> None:

@@ -26,8 +26,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcpwall.dashboard import COOKIE, CSP
-from mcpwall.proxy import GatewaySettings, build
-from tests.approvals.harness import EVERYTHING, ask_policy, free_port, served
+from tests.approvals.harness import EVERYTHING, ask_policy, served
+from tests.harness import MemoryClient, build_gateway, free_port, started
 from tests.proxy.harness import http_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -250,21 +250,13 @@ async def test_the_standalone_dashboard_answers_an_ask_that_the_gateway_holds(tm
 
 
 async def test_a_gateway_without_a_ledger_shows_its_calls_from_memory(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "policy.yaml").write_text(ask_policy() + "ledger: {enabled: false}\n")
-    (home / "servers.json").write_text(json.dumps({"mcpServers": {"ev": EVERYTHING}}))
-    built = build(GatewaySettings(home=home, policy_path=home / "policy.yaml", servers_files=[home / "servers.json"],
-                                  insecure_no_auth=True))
+    built = build_gateway(tmp_path / "home", ask_policy() + "ledger: {enabled: false}\n", {"ev": EVERYTHING})
     gateway = built.gateway
     assert getattr(gateway, "ledger", None) is None
-    await gateway.start()
-    try:
-        session = gateway.open_session("stdio", None)
-        await gateway.handle_request(session, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-        await gateway.handle_request(session, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                                               "params": {"name": "ev__get-env", "arguments": {}}})
+    async with started(built):
+        client = MemoryClient(gateway, name="t")
+        await client.initialize()
+        await client.call("ev__get-env", {})
         transport = httpx.ASGITransport(app=gateway.ui_app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
             rows = (await http.get("/api/calls")).json()["rows"]
@@ -275,8 +267,7 @@ async def test_a_gateway_without_a_ledger_shows_its_calls_from_memory(tmp_path: 
             assert (stats["calls"], stats["blocked"]) == (1, 1)
             # The preview is made when the row is read, and still masks what DLP recognises.
             token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-            await gateway.handle_request(session, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-                "name": "ev__echo", "arguments": {"message": f"key {token}"}}})
+            await client.call("ev__echo", {"message": f"key {token}"})
             rows = (await http.get("/api/calls")).json()["rows"]
             assert rows[0]["tool"] == "echo"
             assert token not in rows[0]["preview"]
@@ -293,5 +284,3 @@ async def test_a_gateway_without_a_ledger_shows_its_calls_from_memory(tmp_path: 
             assert (await http.post("/api/simulate", json={"tool": "echo"})).status_code == 403
             assert (await http.post("/api/simulate", json={"tool": "echo"},
                                     headers={"X-CSRF-Token": csrf})).status_code == 200
-    finally:
-        await gateway.stop()

@@ -24,9 +24,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mcpwall import metrics as metrics_module
 from mcpwall.metrics import GatewayMetrics
-from mcpwall.pipeline import Session
 from mcpwall.stages import RequestContext
 from tests.approvals.harness import ask_policy, served
+from tests.harness import context
 from tests.proxy.harness import http_client
 
 pytestmark = [pytest.mark.anyio]
@@ -86,10 +86,7 @@ async def test_metrics_parse_and_the_call_counters_match_the_ledger(tmp_path: Pa
 
 
 def _ctx(tool: str) -> RequestContext:
-    params = {"name": f"ev__{tool}", "arguments": {}}
-    ctx = RequestContext(None, Session(kind="stdio"), {"jsonrpc": "2.0", "id": 1, "method": "tools/call",  # type: ignore[arg-type]
-                                                       "params": params}, "tools/call", 1, params, server="ev",
-                         target=tool)
+    ctx = context(server="ev", target=tool, params={"name": f"ev__{tool}", "arguments": {}})
     ctx.outcome = "ok"
     return ctx
 

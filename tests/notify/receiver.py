@@ -15,7 +15,7 @@ from typing import Any
 
 import uvicorn
 
-from tests.approvals.harness import free_port
+from tests.harness import free_port
 
 
 @dataclass

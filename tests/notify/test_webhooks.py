@@ -32,10 +32,10 @@ from mcpwall.notify import (
     render,
 )
 from mcpwall.notify._events import NotificationEvent
-from mcpwall.pipeline import Session
 from mcpwall.policy import Decision
 from mcpwall.stages import RequestContext
-from tests.approvals.harness import ask_policy, free_port, served
+from tests.approvals.harness import ask_policy, served
+from tests.harness import context, free_port
 from tests.notify.receiver import receiver
 from tests.proxy.harness import http_client
 
@@ -188,10 +188,7 @@ def test_secrets_never_leave_in_a_payload(fmt: str) -> None:
 
 
 def _ctx(notes: dict[str, Any], outcome: str = "ok", action: str = "allow") -> RequestContext:
-    params = {"name": "fs__write", "arguments": {"path": "/tmp/a"}}
-    ctx = RequestContext(None, Session(kind="stdio"), {"jsonrpc": "2.0", "id": 1, "method": "tools/call",  # type: ignore[arg-type]
-                                                       "params": params}, "tools/call", 1, params, server="fs",
-                         target="write")
+    ctx = context(server="fs", target="write", params={"name": "fs__write", "arguments": {"path": "/tmp/a"}})
     ctx.decision = Decision(action=action, reasons=("r",), rule_ids=("rule-1",), mode="enforce",  # type: ignore[arg-type]
                             enforced_action=action, revision="rev", timeout_ms=1000)  # type: ignore[arg-type]
     ctx.outcome = outcome
