@@ -1,16 +1,23 @@
-"""Helpers to drive a real gateway (in-process or `mcpwall proxy`) against real MCP servers."""
+"""The ledger tests' gateway: server-everything behind a policy with a ledger block.
+
+`ledger_gateway` is `tests.harness.build_gateway` with that server and a ledger URL; `Client`
+is the harness's in-memory session as the tests' agent (`agent-7`, process `pytest`), calling
+the server's tools by their own names."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from mcpwall.protocol import Message
-from mcpwall.proxy import Built, GatewaySettings, build
+from mcpwall.proxy import Built
+from tests.harness import MemoryClient, build_gateway, write_home
 from tests.proxy.harness import EVERYTHING
+
+SERVERS = {"everything": EVERYTHING}
 
 #: enforce mode; deny get-env, redact `secret` arguments, 100 ms timeout on the long-running tool
 POLICY = """\
@@ -48,41 +55,24 @@ def policy_text(mode: str = "enforce", **ledger: Any) -> str:
 
 
 def setup_home(home: Path, policy: str, servers: dict[str, Any] | None = None) -> Path:
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "policy.yaml").write_text(policy)
-    servers_file = home / "servers.json"
-    servers_file.write_text(json.dumps({"mcpServers": servers or {"everything": EVERYTHING}}))
+    """The home `mcpwall proxy` is started on (its servers file), for the tests that run the command."""
+    _, servers_file = write_home(home, policy, servers or SERVERS)
+    assert servers_file is not None
     return servers_file
 
 
-def build_gateway(home: Path, policy: str, ledger_url: str | None = None, **extras: Any) -> Built:
-    servers_file = setup_home(home, policy)
-    settings = GatewaySettings(home=home, servers_files=[servers_file], insecure_no_auth=True)
-    settings.extras = {"ledger_url": ledger_url, **extras}
-    return build(settings)
+def ledger_gateway(home: Path, policy: str, ledger_url: str | None = None, **extras: Any) -> Built:
+    return build_gateway(home, policy, SERVERS, ledger_url=ledger_url, **extras)
 
 
-class Client:
-    """A session on an in-process gateway, speaking JSON-RPC through `handle_request`."""
+class Client(MemoryClient):
+    """The tests' agent on an in-process gateway; `call` takes server-everything's own tool names."""
 
     def __init__(self, built: Built, name: str = "ledger-tests", agent: str = "agent-7") -> None:
-        self.gateway = built.gateway
-        self.session = self.gateway.open_session("stdio", None, agent=agent, process_name="pytest", peer="test")
-        self.name = name
-        self._ids = itertools.count(1)
+        super().__init__(built.gateway, name=name, agent=agent, process_name="pytest", peer="test")
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> Message:
-        msg = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params or {}}
-        response = await self.gateway.handle_request(self.session, msg, bytes_in=len(json.dumps(msg)))
-        assert response is not None
-        return response
-
-    async def initialize(self) -> Message:
-        return await self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                 "clientInfo": {"name": self.name, "version": "1.0"}})
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Message:
-        return await self.request("tools/call", {"name": f"everything__{tool}", "arguments": arguments})
+    async def call(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Message:
+        return await super().call(f"everything__{tool}", arguments)
 
 
 #: (tool, arguments, expected ledger decision) by i % 10
@@ -112,4 +102,4 @@ async def run_mix(client: Client, total: int, batch: int = 10) -> list[tuple[str
     return out
 
 
-__all__ = ["MIX", "POLICY", "Client", "build_gateway", "policy_text", "run_mix", "setup_home"]
+__all__ = ["MIX", "POLICY", "SERVERS", "Client", "ledger_gateway", "policy_text", "run_mix", "setup_home"]

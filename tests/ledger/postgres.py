@@ -18,12 +18,13 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from tests.harness import free_port
 
 ROLE = "mcpwall"
 
@@ -37,12 +38,6 @@ def _bin(name: str) -> str:
         return candidates[0]
     raise RuntimeError(f"{name} not found on PATH nor in /usr/lib/postgresql/*/bin: install PostgreSQL "
                        "(apt-get install postgresql)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _account() -> pwd.struct_passwd | None:
@@ -66,7 +61,7 @@ class PostgresServer:
         self.base = Path(tempfile.mkdtemp(prefix="mcpwall-pg-"))
         self.data = self.base / "data"
         self.log = self.base / "server.log"
-        self.port = _free_port()
+        self.port = free_port()
         self.started = False
         if self.account is not None:
             os.chown(self.base, self.account.pw_uid, self.account.pw_gid)

@@ -22,8 +22,9 @@ import httpx
 import pytest
 
 from mcpwall.stages.capture import build as build_capture
-from tests.ledger.gateway import Client, build_gateway, policy_text, setup_home
-from tests.proxy.harness import MCPWALL, free_port
+from tests.harness import free_port
+from tests.ledger.gateway import Client, ledger_gateway, policy_text, setup_home
+from tests.proxy.harness import MCPWALL
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -36,7 +37,7 @@ def load(path: Path) -> dict:  # type: ignore[type-arg]
 
 
 async def test_a_recorded_session_is_written_in_seatbelts_format(tmp_path: Path) -> None:
-    built = build_gateway(tmp_path, policy_text(), record=True)
+    built = ledger_gateway(tmp_path, policy_text(), record=True)
     gw = built.gateway
     await gw.start()
     try:

@@ -27,7 +27,7 @@ import pytest
 from mcpwall.ledger import Ledger, open_ledger
 from mcpwall.protocol import Message
 from mcpwall.proxy import Built
-from tests.ledger.gateway import Client, build_gateway, policy_text
+from tests.ledger.gateway import Client, ledger_gateway, policy_text
 from tests.ledger.postgres import PostgresServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -93,7 +93,7 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
 async def test_a_full_disk_fails_closed_with_a_ledger_reason_and_recovers_when_space_returns(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "small", "1m") as small:
         url = f"sqlite:///{small / 'ledger.db'}"
-        built = build_gateway(tmp_path / "home", policy_text(), url)
+        built = ledger_gateway(tmp_path / "home", policy_text(), url)
         await built.gateway.start()
         try:
             client = Client(built)
@@ -117,7 +117,7 @@ async def test_a_full_disk_fails_closed_with_a_ledger_reason_and_recovers_when_s
 
 @pytest.mark.parametrize("durability", ["batched", "strict"])
 async def test_the_ledger_size_cap_fails_closed_like_a_full_disk(tmp_path: Path, durability: str) -> None:
-    built = build_gateway(tmp_path, policy_text(maxSizeMb=0.5, durability=durability))
+    built = ledger_gateway(tmp_path, policy_text(maxSizeMb=0.5, durability=durability))
     await built.gateway.start()
     try:
         client = Client(built)
@@ -139,7 +139,7 @@ async def test_the_ledger_size_cap_fails_closed_like_a_full_disk(tmp_path: Path,
 
 
 async def test_audit_mode_lets_calls_through_a_full_ledger_and_records_them_later(tmp_path: Path) -> None:
-    built = build_gateway(tmp_path, policy_text(mode="audit", maxSizeMb=0.5))
+    built = ledger_gateway(tmp_path, policy_text(mode="audit", maxSizeMb=0.5))
     await built.gateway.start()
     try:
         client = Client(built)
@@ -172,7 +172,7 @@ def own_pg() -> Iterator[PostgresServer]:
 async def test_a_stopped_database_fails_closed_and_the_gateway_recovers_when_it_returns(
         tmp_path: Path, own_pg: PostgresServer) -> None:
     url = own_pg.create_database("ledger")
-    built = build_gateway(tmp_path, policy_text(), url)
+    built = ledger_gateway(tmp_path, policy_text(), url)
     await built.gateway.start()
     try:
         client = Client(built)

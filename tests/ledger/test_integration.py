@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from mcpwall.cli import cli
 from mcpwall.ledger import LedgerQuery, open_ledger
 from tests.ledger.conftest import Backend
-from tests.ledger.gateway import Client, build_gateway, policy_text, run_mix
+from tests.ledger.gateway import Client, ledger_gateway, policy_text, run_mix
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -31,7 +31,7 @@ TOTAL = 1000
 async def test_a_thousand_mixed_calls_leave_a_thousand_rows_with_their_decisions(backend: Backend,
                                                                                   tmp_path: Path) -> None:
     url = backend.url(tmp_path)
-    built = build_gateway(tmp_path, policy_text(), url)
+    built = ledger_gateway(tmp_path, policy_text(), url)
     await built.gateway.start()
     try:
         client = Client(built)

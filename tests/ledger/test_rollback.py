@@ -39,9 +39,9 @@ from mcpwall.ledger import (
     open_ledger,
 )
 from mcpwall.ledger._anchor import read_anchor, write_anchor
-from tests.approvals.harness import free_port
+from tests.harness import free_port
 from tests.ledger.conftest import make_event
-from tests.ledger.gateway import Client, build_gateway, policy_text
+from tests.ledger.gateway import Client, ledger_gateway, policy_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -82,7 +82,7 @@ def ledger_of(built: object) -> Ledger:
 async def test_a_ledger_restored_with_its_checkpoint_fails_verify_audit_and_the_gateway_refuses_it(
         tmp_path: Path) -> None:
     home = tmp_path / "home"
-    built = build_gateway(home, policy_text())
+    built = ledger_gateway(home, policy_text())
     await built.gateway.start()
     try:
         client = Client(built)
@@ -127,7 +127,7 @@ async def test_a_ledger_restored_with_its_checkpoint_fails_verify_audit_and_the_
 
     # A gateway started on the restored ledger refuses to write to it: in-process, and `mcpwall proxy`.
     with pytest.raises(LedgerRolledBack, match="ROLLED BACK"):
-        build_gateway(home, policy_text())
+        ledger_gateway(home, policy_text())
     proxy = await asyncio.to_thread(
         subprocess.run, [str(Path(sys.executable).parent / "mcpwall"), "proxy", "--home", str(home),
                          "--insecure-no-auth", "--port", str(free_port())],
@@ -139,7 +139,7 @@ async def test_a_ledger_restored_with_its_checkpoint_fails_verify_audit_and_the_
 
 async def test_a_ledger_restored_in_place_under_a_running_gateway_is_recorded_and_refused(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    built = build_gateway(home, policy_text())
+    built = ledger_gateway(home, policy_text())
     await built.gateway.start()
     try:
         client = Client(built)

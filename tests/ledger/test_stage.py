@@ -18,14 +18,14 @@ from mcpwall.ledger import Ledger, LedgerQuery, open_ledger
 from mcpwall.protocol import Message
 from mcpwall.stages.audit import build as build_audit
 from mcpwall.state import MemoryStateStore
-from tests.ledger.gateway import POLICY, Client, build_gateway, policy_text
+from tests.ledger.gateway import POLICY, Client, ledger_gateway, policy_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 
 async def test_every_request_is_recorded_tools_calls_in_tool_calls_the_rest_in_protocol_events(
         tmp_path: Path) -> None:
-    built = build_gateway(tmp_path, policy_text())
+    built = ledger_gateway(tmp_path, policy_text())
     gw = built.gateway
     assert isinstance(gw.ledger, Ledger)  # type: ignore[attr-defined]
     assert gw.state is gw.ledger  # type: ignore[attr-defined]
@@ -64,7 +64,7 @@ async def test_every_request_is_recorded_tools_calls_in_tool_calls_the_rest_in_p
 
 
 async def test_strict_durability_commits_each_row_before_the_answer_is_returned(tmp_path: Path) -> None:
-    built = build_gateway(tmp_path, policy_text(durability="strict"))
+    built = ledger_gateway(tmp_path, policy_text(durability="strict"))
     await built.gateway.start()
     reader = None
     try:
@@ -81,7 +81,7 @@ async def test_strict_durability_commits_each_row_before_the_answer_is_returned(
 
 
 async def test_audit_mode_records_what_enforce_mode_would_have_done(tmp_path: Path) -> None:
-    built = build_gateway(tmp_path, policy_text(mode="audit"))
+    built = ledger_gateway(tmp_path, policy_text(mode="audit"))
     await built.gateway.start()
     try:
         client = Client(built)
@@ -99,7 +99,7 @@ async def test_audit_mode_records_what_enforce_mode_would_have_done(tmp_path: Pa
 
 async def test_rate_limited_calls_are_recorded_as_such(tmp_path: Path) -> None:
     policy = policy_text().replace("requestsPerMinute: 0", "requestsPerMinute: 3")
-    built = build_gateway(tmp_path, policy)
+    built = ledger_gateway(tmp_path, policy)
     await built.gateway.start()
     try:
         client = Client(built)
@@ -114,7 +114,7 @@ async def test_rate_limited_calls_are_recorded_as_such(tmp_path: Path) -> None:
 
 
 async def test_with_bodies_off_no_payload_is_stored_but_previews_are(tmp_path: Path) -> None:
-    built = build_gateway(tmp_path, policy_text(bodies=False))
+    built = ledger_gateway(tmp_path, policy_text(bodies=False))
     await built.gateway.start()
     try:
         client = Client(built)
@@ -131,7 +131,7 @@ async def test_with_bodies_off_no_payload_is_stored_but_previews_are(tmp_path: P
 
 
 def test_a_disabled_ledger_builds_no_stage_and_no_unit_test_ledger_is_opened(tmp_path: Path) -> None:
-    built = build_gateway(tmp_path, POLICY.format(mode="enforce", ledger="  enabled: false"))
+    built = ledger_gateway(tmp_path, POLICY.format(mode="enforce", ledger="  enabled: false"))
     assert built.gateway.pipeline.find("audit") is None
     assert isinstance(built.gateway.state, MemoryStateStore)
     assert not (tmp_path / "ledger.db").exists()
@@ -142,18 +142,18 @@ def test_bad_ledger_options_are_refused_with_the_key_named(tmp_path: Path) -> No
     from mcpwall.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"ledger\.durability"):
-        build_gateway(tmp_path, policy_text(durability="sometimes"))
+        ledger_gateway(tmp_path, policy_text(durability="sometimes"))
     with pytest.raises(ConfigError, match="unknown key"):
-        build_gateway(tmp_path / "b", policy_text(flushEvery=3))
+        ledger_gateway(tmp_path / "b", policy_text(flushEvery=3))
     with pytest.raises(ConfigError, match="batchRows"):
-        build_gateway(tmp_path / "c", policy_text(batchRows=-1))
+        ledger_gateway(tmp_path / "c", policy_text(batchRows=-1))
 
 
 async def test_answers_wait_for_a_writer_that_fell_behind_instead_of_rows_piling_up_in_memory(
         tmp_path: Path) -> None:
     """Backpressure in batched mode: with the database held by another writer, the queue
     stops at a few batches and further answers wait; nothing is lost when it frees up."""
-    built = build_gateway(tmp_path, policy_text(batchRows=5, flushIntervalMs=10))
+    built = ledger_gateway(tmp_path, policy_text(batchRows=5, flushIntervalMs=10))
     gw = built.gateway
     await gw.start()
     blocker = sqlite3.connect(tmp_path / "ledger.db", isolation_level=None)
