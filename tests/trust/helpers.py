@@ -1,9 +1,9 @@
 """Test helpers for tool trust: a real gateway served in-process, the official MCP client, real servers.
 
 `serve_gateway` builds a gateway from a policy and an mcpServers file exactly
-as `mcpwall proxy` does (`mcpwall.proxy.build`), serves its HTTP frontend with
-uvicorn on a free loopback port inside the test's event loop, and stops it on
-exit. Serving in-process (rather than as a subprocess) lets a test reach
+as `mcpwall proxy` does (`tests.harness.build_gateway`), serves its HTTP frontend
+with uvicorn on a free loopback port inside the test's event loop
+(`tests.harness.serve_http`), and stops it on exit. Serving in-process (rather than as a subprocess) lets a test reach
 `gateway.state`, where pins are kept, the way the ledger-backed `pin` command
 reaches the same store from another process.
 """
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import socket
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcpwall.proxy import Gateway, GatewaySettings, HttpFrontend, build
+from mcpwall.proxy import Gateway
+from tests.harness import build_gateway, serve_http
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "node_modules" / ".bin"
@@ -56,12 +54,6 @@ stages:
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Served:
     url: str
@@ -74,35 +66,11 @@ async def serve_gateway(tmp_path: Path, servers: dict[str, dict[str, Any]], poli
                         extra_policy_files: dict[str, str] | None = None) -> AsyncIterator[Served]:
     """A gateway over `servers`, serving /mcp on loopback until the block ends."""
     home = tmp_path / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "policy.yaml").write_text(policy)
-    for name, text in (extra_policy_files or {}).items():
-        (home / name).write_text(text)
-    servers_file = home / "servers.json"
-    servers_file.write_text(json.dumps({"mcpServers": servers}))
-    port = free_port()
-    built = build(GatewaySettings(home=home, policy_path=home / "policy.yaml", servers_files=[servers_file],
-                                  insecure_no_auth=True, port=port))
-    frontend = HttpFrontend(built.gateway, built.auth, base_url=f"http://127.0.0.1:{port}")
-    server = uvicorn.Server(uvicorn.Config(frontend, host="127.0.0.1", port=port, lifespan="on",
-                                           log_level="warning", access_log=False))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # older uvicorn
-    task = asyncio.create_task(server.serve())
-    try:
-        for _ in range(600):
-            if server.started or task.done():
-                break
-            await asyncio.sleep(0.05)
-        if task.done():
-            task.result()
+    built = build_gateway(home, policy, servers, files=extra_policy_files)
+    async with serve_http(built) as url:
         for upstream in built.gateway.servers.values():
             await upstream.wait_ready(60)
-        yield Served(f"http://127.0.0.1:{port}/mcp", built.gateway, home)
-    finally:
-        server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 30)
-        built.policy.stop()
+        yield Served(f"{url}/mcp", built.gateway, home)
 
 
 @contextlib.asynccontextmanager
