@@ -77,7 +77,8 @@ def test_a_narrow_columns_setting_wraps_rows_between_words_never_inside_a_rule_i
             assert rule in words, (rule, text)
 
 
-def _free_port() -> socket.socket:
+def _taken_port() -> socket.socket:
+    """A loopback port held by a listening socket (the port a test says is in use)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen()
@@ -87,7 +88,7 @@ def _free_port() -> socket.socket:
 def test_proxy_on_a_taken_port_exits_1_with_one_line_and_starts_no_upstream(tmp_path: Path) -> None:
     servers = tmp_path / "servers.json"
     servers.write_text(json.dumps({"mcpServers": {"memory": {"command": str(MEMORY)}}}), encoding="utf-8")
-    with _free_port() as taken:
+    with _taken_port() as taken:
         port = taken.getsockname()[1]
         try:
             out = subprocess.run([MCPWALL, "proxy", "--home", str(tmp_path / "home"), "--port", str(port),
@@ -106,13 +107,13 @@ def test_proxy_on_a_taken_port_exits_1_with_one_line_and_starts_no_upstream(tmp_
 def test_the_port_check_passes_a_free_port_and_port_0_and_names_a_bad_host() -> None:
     from mcpwall.cli._port import AddressUnavailable, check_port
 
-    with _free_port() as sock:
+    with _taken_port() as sock:
         port = sock.getsockname()[1]
     check_port("127.0.0.1", port)  # free again: a closed listener (even in TIME_WAIT) does not count
     check_port("127.0.0.1", 0)
-    with _free_port() as sock, pytest.raises(AddressUnavailable, match=r"--port"):
+    with _taken_port() as sock, pytest.raises(AddressUnavailable, match=r"--port"):
         check_port("127.0.0.1", sock.getsockname()[1])
-    with _free_port() as sock, pytest.raises(AddressUnavailable, match=r"already in use on localhost"):
+    with _taken_port() as sock, pytest.raises(AddressUnavailable, match=r"already in use on localhost"):
         check_port("localhost", sock.getsockname()[1])  # a name: each of its addresses is tried
     check_port("localhost", port)
     with pytest.raises(AddressUnavailable, match=r"not an address of this machine; check --host"):

@@ -34,7 +34,8 @@ from tests.conformance.helpers import (
     SUITE_BIN,
     gateway_policy,
 )
-from tests.proxy.harness import GatewayProcess, free_port, write_servers
+from tests.harness import free_port
+from tests.proxy.harness import GatewayProcess, write_servers
 
 #: The suite's server scenarios in 0.1.10, in its order (`conformance list --server`).
 SERVER_SCENARIOS = (

@@ -16,6 +16,7 @@ from mcpwall.protocol import ErrorCode
 from mcpwall.proxy._pipeline import Pipeline
 from mcpwall.proxy._upstream import CircuitBreaker
 from mcpwall.stages import AuthStage, ProtocolStage, RateLimitStage, Reject, RequestContext, Stage
+from tests.harness import context
 
 pytestmark = pytest.mark.anyio
 
@@ -29,8 +30,8 @@ class Clock:
 
 
 def ctx(method: str = "tools/call", session: Session | None = None, **params: Any) -> RequestContext:
-    return RequestContext(gateway=None, session=session or Session(kind="plain", initialized=True),  # type: ignore[arg-type]
-                          message={}, method=method, id=1, params=params)
+    return context(method=method, server=None, target="", session=session or Session(kind="plain", initialized=True),
+                   params=params)
 
 
 def test_the_breaker_opens_after_five_failures_and_half_opens_one_probe() -> None:

@@ -8,15 +8,15 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.harness import free_port
+
 
 class RedisServer:
     def __init__(self, base: Path) -> None:
         found = shutil.which("redis-server")
         if found is None:
             raise RuntimeError("redis-server not found: install it (apt-get install redis-server)")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
+        self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.base = base
         self._binary = found
