@@ -6,11 +6,13 @@ product's hot path, and the framework's per-request objects cost about as
 much as the whole relay (bench/proxy_overhead.py). The dashboard and other
 non-hot routes (`/ui`, `/api/`) are a Starlette app set as `gateway.ui_app`.
 
-A POST carrying a request is answered with `application/json` when the answer
-comes before anything else; if the upstream first sends something related to
-the request (progress, a log message, a sampling or elicitation request), the
-response switches to `text/event-stream` and carries those events, then the
-answer.
+Every request passes the door (`_door`) first. Then, in order: the routes
+open without a token (`/health`), the apps that check their own credentials
+(the admin API, the dashboard), the token, and the route table (`_routes`),
+which also says which routes an agent's named token may call. How a POST's
+answer becomes an event stream, and the GET stream, are in `_sse`; the
+status routes in `_status`; the ASGI plumbing (answers, bounded body reads)
+in `_asgi`.
 """
 
 from __future__ import annotations
@@ -20,37 +22,44 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import orjson
 
-from mcpwall import __version__
+from mcpwall.pipeline import Session
 from mcpwall.protocol import (
     MAX_MESSAGE_BYTES,
     SUPPORTED_VERSIONS,
     TOO_LARGE,
     ErrorCode,
-    Message,
     ProtocolError,
     error,
     parse,
     request_id,
 )
+from mcpwall.proxy._asgi import (
+    CLOSE,
+    App,
+    BodyTooLarge,
+    Receive,
+    Scope,
+    Send,
+    answer,
+    peer,
+    read_body,
+    reply,
+    reply_json,
+)
 from mcpwall.proxy._door import Door
 from mcpwall.proxy._gateway import Gateway
-from mcpwall.pipeline import Session
+from mcpwall.proxy._routes import ANY, Mount, Route, Routes, not_found
+from mcpwall.proxy._sse import answer_request, get_stream
+from mcpwall.proxy._status import StatusRoutes
 from mcpwall.stages import AuthStage, Reject
 
 log = logging.getLogger("mcpwall.http")
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-_JSON = [(b"content-type", b"application/json")]
-_CLOSE = [(b"connection", b"close")]
-_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
-_KEEPALIVE_S = 15.0
 #: The most of an unauthenticated request's body read to record it (see `_refused`).
 _DOOR_BYTES = 64 * 1024
 SESSION_IDLE_S = 3600.0
@@ -63,66 +72,44 @@ PLAIN_SESSIONS = 10_000
 SESSIONS_PER_PRINCIPAL = 64
 
 
-async def _reply(send: Send, status: int, body: bytes = b"", headers: list[tuple[bytes, bytes]] | None = None,
-                 ) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": (headers or _JSON) + [
-        (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _reply_json(send: Send, status: int, value: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await _reply(send, status, orjson.dumps(value), _JSON + (headers or []))
-
-
-def _sse_event(msg: Message) -> bytes:
-    return b"event: message\ndata: " + orjson.dumps(msg) + b"\n\n"
-
-
-class _BodyTooLarge(Exception):
-    """A body over the size bound; `head` is its first bytes (enough to tell whose request it was)."""
-
-    def __init__(self, head: bytes = b"") -> None:
-        super().__init__("body too large")
-        self.head = head
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        event = await receive()
-        if event["type"] == "http.disconnect":
-            raise ConnectionError("client disconnected")
-        chunk = event.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _BodyTooLarge(b"".join(chunks)[:256] if chunks else chunk[:256])
-        chunks.append(chunk)
-        if not event.get("more_body", False):
-            return b"".join(chunks) if len(chunks) != 1 else chunks[0]
-
-
 class HttpFrontend:
     """The ASGI application the gateway serves."""
 
     def __init__(self, gateway: Gateway, auth: AuthStage, *, base_url: str = "",
-                 extra: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None,
-                 metrics: Callable[[], bytes] | None = None, door: Door | None = None,
+                 extra: App | None = None, metrics: Callable[[], bytes] | None = None, door: Door | None = None,
                  sessions_per_principal: int = SESSIONS_PER_PRINCIPAL, connections: Any = None) -> None:
         self.gateway = gateway
         self.auth = auth
         self.door = door or Door(auth)
         self.sessions_per_principal = max(1, sessions_per_principal)
-        #: the server's ConnectionGuard (proxy/_conn.py), for /health
-        self.connections = connections
         #: principal -> its streamable-HTTP sessions by id
         self._owned: dict[str, dict[str, Session]] = {}
-        self.base_url = base_url
         self.extra = extra
-        self.metrics = metrics
-        self.started = time.time()
+        self.status = StatusRoutes(gateway, auth, self.door, base_url=base_url, metrics=metrics,
+                                   connections=connections)
         self._plain: dict[tuple[str, str, str], Session] = {}
         self._streams: set[str] = set()
+        #: Before the token, by method and the path as sent: /health is public, though not to another
+        #: origin (DNS rebinding: Host and Origin hold).
+        self._open: dict[tuple[str, str], Callable[[Send, dict[str, str]], Awaitable[None]]] = {
+            ("GET", "/health"): self.status.health}
+        #: Then the apps that check their own credentials, in order: the admin API (its bearer token),
+        #: then the dashboard and its API (cookie + CSRF for the UI, bearer token for the API).
+        self._mounts = (Mount(("/api/admin/",), lambda: getattr(self.gateway, "admin_api", None)),
+                        Mount(("/ui/", "/api/"), lambda: self.extra, root="/ui"))
+        #: Then, past the token, these. An agent's named token calls the MCP endpoints as itself
+        #: (issue 22); the status routes (every server's command line, every principal's tool counts,
+        #: the policy's rule trace) are the operator's. `/` is 404 for every token.
+        self._routes = routes = Routes(Route(not_found))
+        routes.add(ANY, "/", Route(not_found, agent=True))
+        routes.add(ANY, "/mcp", Route(self._mcp, agent=True))
+        routes.add(ANY, "/mcp/{server}", Route(self._mcp, agent=True))
+        routes.add("GET", "/servers", Route(self.status.servers))
+        if metrics is not None:
+            routes.add("GET", "/metrics", Route(self.status.prometheus))
+        routes.add("POST", "/{server}/explain", Route(self._explain))
+        routes.add("POST", "/{server}", Route(self._plain_post, agent=True))
+        routes.add(ANY, "/{server}", Route(self.status.server))  # GET, and 404 for the other methods
 
     # ------------------------------------------------------------------ dispatch
 
@@ -139,69 +126,27 @@ class HttpFrontend:
         if reject is not None:
             await self._turn_away(scope, receive, send, reject)
             return
-        if path == "/health" and method == "GET":
-            # Public without a token, but not to another origin (DNS rebinding): Host and Origin hold.
-            reject, _ = self.auth.admit(headers)
-            if reject is not None and reject.http_status == 403:
-                await _reply_json(send, 403, error(None, reject.code, reject.message))
-                return
-            await self._health(send, headers)
+        opened = self._open.get((method, path))
+        if opened is not None:
+            await opened(send, headers)
             return
-        admin = getattr(self.gateway, "admin_api", None)
-        if admin is not None and path.startswith("/api/admin/"):
-            await admin(scope, receive, send)  # checks the bearer token itself
-            return
-        if self.extra is not None and (path == "/ui" or path.startswith(("/ui/", "/api/"))):
-            # The dashboard and the admin API: a Starlette app that checks its own
-            # credentials (cookie + CSRF for the UI, bearer token for the API).
-            await self.extra(scope, receive, send)
-            return
+        for mount in self._mounts:
+            if path.startswith(mount.prefixes) or path == mount.root:
+                app = mount.app()
+                if app is not None:
+                    await app(scope, receive, send)
+                    return
         reject, identity = self.auth.admit(headers)
         if reject is not None:
             await self._turn_away(scope, receive, send, reject)
             return
-        parts = [p for p in path.split("/") if p]
-        if not parts:
-            await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
+        parts = tuple(filter(None, path.split("/")))
+        route = self._routes.match(method, parts)
+        if identity and not route.agent:
+            await reply_json(send, 403, error(None, ErrorCode.UNAUTHORIZED,
+                                              f"the token of agent {identity!r} may only call the MCP endpoints"))
             return
-        if identity and not ((parts[0] == "mcp" and len(parts) <= 2) or (len(parts) == 1 and method == "POST")):
-            # A named token is an agent (issue 22): it calls the MCP endpoints as itself. The status routes
-            # (every server's command line, every principal's tool counts, the policy's rule trace) are
-            # the operator's, as are the dashboard and admin APIs.
-            await _reply_json(send, 403, error(None, ErrorCode.UNAUTHORIZED,
-                                               f"the token of agent {identity!r} may only call the MCP endpoints"))
-            return
-        if parts[0] == "mcp" and len(parts) <= 2:
-            server = parts[1] if len(parts) == 2 else None
-            if server is not None and server not in self.gateway.servers:
-                await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {server!r}"))
-                return
-            await self._mcp(scope, receive, send, headers, identity, server)
-            return
-        if len(parts) == 1 and parts[0] == "servers" and method == "GET":
-            await _reply_json(send, 200, self._servers(scope, headers))
-            return
-        if len(parts) == 1 and parts[0] == "metrics" and method == "GET" and self.metrics is not None:
-            await _reply(send, 200, self.metrics(), [(b"content-type", b"text/plain; version=0.0.4")])
-            return
-        if len(parts) == 2 and parts[1] == "explain" and method == "POST":
-            await self._explain(receive, send, parts[0], headers, identity)
-            return
-        if len(parts) == 1:
-            if parts[0] not in self.gateway.servers:
-                text = f"Unknown server: {parts[0]!r}"
-                rid = None
-                if method == "POST":
-                    rid = await self._refused(receive, ErrorCode.METHOD_NOT_FOUND, text, parts[0], scope)
-                await _reply_json(send, 404, error(rid, ErrorCode.METHOD_NOT_FOUND, text))
-                return
-            if method == "POST":
-                await self._plain_post(scope, receive, send, parts[0], headers, identity)
-                return
-            if method == "GET":
-                await _reply_json(send, 200, self._server_info(parts[0], scope, headers))
-                return
-        await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
+        await route.handler(scope, receive, send, parts, headers, identity)
 
     async def _turn_away(self, scope: Scope, receive: Receive, send: Send, reject: Reject) -> None:
         """Answer a request refused at the door (token, Host, Origin) and close its connection:
@@ -212,19 +157,19 @@ class HttpFrontend:
             # one message of a small body, no batch.
             await self._refused(receive, reject.code, reject.message, None if parts[0] == "mcp" else parts[0],
                                 scope, parts[1] if len(parts) == 2 else None, limit=_DOOR_BYTES)
-        await _reply_json(send, reject.http_status, error(None, reject.code, reject.message), _CLOSE)
+        await reply_json(send, reject.http_status, error(None, reject.code, reject.message), CLOSE)
 
     async def _refused(self, receive: Receive, code: int, text: str, server: str | None, scope: Scope,
                        via: str | None = None, limit: int = MAX_MESSAGE_BYTES) -> Any:
         """Read a refused POST's body and record the tools/call in it (see Gateway.refused);
         returns the request's id when there is one, for the answer."""
         try:
-            msg = orjson.loads(await _read_body(receive, limit))
-        except (orjson.JSONDecodeError, _BodyTooLarge, ConnectionError):
+            msg = orjson.loads(await read_body(receive, limit))
+        except (orjson.JSONDecodeError, BodyTooLarge, ConnectionError):
             return None
         if limit < MAX_MESSAGE_BYTES and not isinstance(msg, dict):
             return None
-        await self.gateway.refused(msg, code, text, server=server or via, peer=_peer(scope))
+        await self.gateway.refused(msg, code, text, server=server or via, peer=peer(scope))
         return request_id(msg)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -261,8 +206,14 @@ class HttpFrontend:
 
     # ------------------------------------------------------------------ streamable HTTP
 
-    async def _mcp(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str],
-                   identity: str | None, server: str | None) -> None:
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send, parts: tuple[str, ...],
+                   headers: dict[str, str], identity: str | None) -> None:
+        """`/mcp` (every server, aggregated) and `/mcp/{server}`: POST a message, GET the session's
+        stream, DELETE the session."""
+        server = parts[1] if len(parts) == 2 else None
+        if server is not None and server not in self.gateway.servers:
+            await reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {server!r}"))
+            return
         method = scope["method"]
         sid = headers.get("mcp-session-id")
         session = self.gateway.sessions.get(sid) if sid else None
@@ -273,21 +224,21 @@ class HttpFrontend:
             session = None
         if method == "DELETE":
             if session is None:
-                await _reply_json(send, 404, error(None, ErrorCode.INVALID_REQUEST, "Session not found"))
+                await reply_json(send, 404, error(None, ErrorCode.INVALID_REQUEST, "Session not found"))
                 return
             self.gateway.close_session(session)
-            await _reply(send, 200, b"")
+            await reply(send, 200, b"")
             return
         if method == "GET":
-            await self._get_stream(receive, send, session, headers)
+            await get_stream(receive, send, session, headers, self._streams)
             return
         if method != "POST":
-            await _reply_json(send, 405, error(None, ErrorCode.INVALID_REQUEST, "Method not allowed"),
-                              [(b"allow", b"GET, POST, DELETE")])
+            await reply_json(send, 405, error(None, ErrorCode.INVALID_REQUEST, "Method not allowed"),
+                             [(b"allow", b"GET, POST, DELETE")])
             return
         try:
-            raw = await _read_body(receive, MAX_MESSAGE_BYTES)
-        except _BodyTooLarge as exc:
+            raw = await read_body(receive, MAX_MESSAGE_BYTES)
+        except BodyTooLarge as exc:
             await self._too_large(send, exc, server, scope)
             return
         except ConnectionError:
@@ -295,38 +246,39 @@ class HttpFrontend:
         try:
             msg = parse(raw)
         except ProtocolError as exc:
-            await self.gateway.refused_raw(raw, exc, server=server, peer=_peer(scope))
-            await _reply_json(send, 400, exc.to_message())
+            await self.gateway.refused_raw(raw, exc, server=server, peer=peer(scope))
+            await reply_json(send, 400, exc.to_message())
             return
         is_init = msg.get("method") == "initialize" and "id" in msg
         if is_init:
-            session = self.gateway.open_session("http", server, peer=_peer(scope), principal=identity or "",
+            session = self.gateway.open_session("http", server, peer=peer(scope), principal=identity or "",
                                                 agent=identity or headers.get("x-agent-id") or "",
                                                 process_name=headers.get("x-mcpwall-process", ""))
             self._own(session)
         elif session is None:
             status = 404 if sid else 400
             text = "Session not found" if sid else "Bad Request: Mcp-Session-Id header is required"
-            await self.gateway.refused(msg, ErrorCode.INVALID_REQUEST, text, server=server, peer=_peer(scope))
-            await _reply_json(send, status, error(request_id(msg), ErrorCode.INVALID_REQUEST, text))
+            await self.gateway.refused(msg, ErrorCode.INVALID_REQUEST, text, server=server, peer=peer(scope))
+            await reply_json(send, status, error(request_id(msg), ErrorCode.INVALID_REQUEST, text))
             return
         else:
             version = headers.get("mcp-protocol-version")
             if version is not None and version not in SUPPORTED_VERSIONS:
-                await _reply_json(send, 400, error(None, ErrorCode.INVALID_REQUEST,
-                                                   f"Unsupported MCP-Protocol-Version: {version}"))
+                await reply_json(send, 400, error(None, ErrorCode.INVALID_REQUEST,
+                                                  f"Unsupported MCP-Protocol-Version: {version}"))
                 return
         assert session is not None
         session.last_seen = time.monotonic()
         extra = [(b"mcp-session-id", session.id.encode())]
         if "method" in msg and "id" in msg:
-            await self._serve_request(receive, send, session, msg, len(raw), extra)
+            await answer_request(receive, send, partial(self.gateway.handle_request, session, msg,
+                                                        bytes_in=len(raw)), extra)
             return
-        reply = await self.gateway.handle(session, msg)
-        if reply is not None:  # an invalid message
-            await _reply_json(send, 400, reply, extra)
+        refusal = await self.gateway.handle(session, msg)
+        if refusal is not None:  # an invalid message
+            await reply_json(send, 400, refusal, extra)
             return
-        await _reply(send, 202, b"", extra)
+        await reply(send, 202, b"", extra)
 
     def _own(self, session: Session) -> None:
         """Count a new streamable-HTTP session against its principal; past the cap close the one
@@ -342,118 +294,6 @@ class HttpFrontend:
             self.gateway.close_session(victim)
             del owned[victim.id]
         owned[session.id] = session
-
-    async def _serve_request(self, receive: Receive, send: Send, session: Session, msg: Message, size: int,
-                             extra: list[tuple[bytes, bytes]]) -> None:
-        """Answer with JSON, or upgrade to SSE as soon as a related message must go first."""
-        streaming = False
-        disconnected = False
-        # Made by the first related message: most requests have none, and answer without it.
-        lock: asyncio.Lock | None = None
-        handler = asyncio.current_task()
-        watcher: asyncio.Task[None] | None = None
-
-        async def watch_disconnect() -> None:
-            nonlocal disconnected
-            while True:
-                event = await receive()
-                if event["type"] == "http.disconnect":
-                    disconnected = True
-                    if handler is not None:
-                        handler.cancel()
-                    return
-
-        async def emit(related: Message) -> None:
-            nonlocal streaming, watcher, lock
-            if lock is None:
-                lock = asyncio.Lock()
-            async with lock:
-                if not streaming:
-                    streaming = True
-                    await send({"type": "http.response.start", "status": 200, "headers": _SSE + extra})
-                    watcher = asyncio.ensure_future(watch_disconnect())
-                await send({"type": "http.response.body", "body": _sse_event(related), "more_body": True})
-
-        try:
-            response = await self.gateway.handle_request(session, msg, emit, bytes_in=size)
-        except asyncio.CancelledError:
-            if disconnected:
-                return  # nobody is listening any more
-            # The client cancelled this request (notifications/cancelled) or ended its session
-            # (DELETE): per MCP no answer follows, so the exchange ends as an event stream with
-            # no response in it, instead of an error status or a cut connection.
-            async with lock or contextlib.nullcontext():  # after any progress event being written
-                if not streaming:
-                    await send({"type": "http.response.start", "status": 200, "headers": _SSE + extra})
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-            return
-        finally:
-            if watcher is not None:
-                watcher.cancel()
-        if lock is None:
-            await self._answer(send, response, extra)
-            return
-        async with lock:
-            if streaming:
-                body = _sse_event(response) if response is not None else b""
-                await send({"type": "http.response.body", "body": body, "more_body": False})
-            else:
-                await self._answer(send, response, extra)
-
-    @staticmethod
-    async def _answer(send: Send, response: Message | None, extra: list[tuple[bytes, bytes]]) -> None:
-        if response is None:
-            await _reply(send, 202, b"", extra)
-        else:
-            await _reply(send, _status_for(response), orjson.dumps(response), _JSON + extra)
-
-    async def _get_stream(self, receive: Receive, send: Send, session: Session | None,
-                          headers: dict[str, str]) -> None:
-        if session is None:
-            status = 404 if headers.get("mcp-session-id") else 400
-            await _reply_json(send, status, error(None, ErrorCode.INVALID_REQUEST, "Session not found"))
-            return
-        if "text/event-stream" not in headers.get("accept", "text/event-stream"):
-            await _reply_json(send, 406, error(None, ErrorCode.INVALID_REQUEST, "Accept: text/event-stream needed"))
-            return
-        if session.id in self._streams:
-            await _reply_json(send, 409, error(None, ErrorCode.INVALID_REQUEST,
-                                               "a GET stream is already open for this session"))
-            return
-        self._streams.add(session.id)
-        queue: asyncio.Queue[Message] = asyncio.Queue()
-
-        async def push(msg: Message) -> None:
-            queue.put_nowait(msg)
-
-        disconnected = asyncio.ensure_future(_wait_disconnect(receive))
-        try:
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [*_SSE, (b"mcp-session-id", session.id.encode())]})
-            await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
-            for msg in session.drain_buffer():
-                await send({"type": "http.response.body", "body": _sse_event(msg), "more_body": True})
-            session.send = push
-            while not disconnected.done() and not session.closed:
-                getter = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait({getter, disconnected}, timeout=_KEEPALIVE_S,
-                                             return_when=asyncio.FIRST_COMPLETED)
-                if getter in done:
-                    await send({"type": "http.response.body", "body": _sse_event(getter.result()),
-                                "more_body": True})
-                else:
-                    getter.cancel()
-                    if not done:
-                        await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
-        except (OSError, RuntimeError):
-            pass
-        finally:
-            if session.send is push:
-                session.send = None
-            self._streams.discard(session.id)
-            disconnected.cancel()
-            with contextlib.suppress(Exception):
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     # ------------------------------------------------------------------ seatbelt's plain route
 
@@ -477,126 +317,72 @@ class HttpFrontend:
             self._plain[key] = session
         return session
 
-    async def _plain_post(self, scope: Scope, receive: Receive, send: Send, server: str, headers: dict[str, str],
-                          identity: str | None) -> None:
+    async def _plain_post(self, scope: Scope, receive: Receive, send: Send, parts: tuple[str, ...],
+                          headers: dict[str, str], identity: str | None) -> None:
+        """`POST /{server}`: one JSON-RPC message in, its answer out, in the session of its server,
+        agent and client name."""
+        server = parts[0]
+        if server not in self.gateway.servers:
+            text = f"Unknown server: {server!r}"  # and its tools/call is recorded
+            rid = await self._refused(receive, ErrorCode.METHOD_NOT_FOUND, text, server, scope)
+            await reply_json(send, 404, error(rid, ErrorCode.METHOD_NOT_FOUND, text))
+            return
         try:
-            raw = await _read_body(receive, MAX_MESSAGE_BYTES)
+            raw = await read_body(receive, MAX_MESSAGE_BYTES)
             msg = parse(raw)
-        except _BodyTooLarge as exc:
+        except BodyTooLarge as exc:
             await self._too_large(send, exc, server, scope)
             return
         except ConnectionError:
             return
         except ProtocolError as exc:
-            await self.gateway.refused_raw(raw, exc, server=server, peer=_peer(scope))
-            await _reply_json(send, 400, exc.to_message())
+            await self.gateway.refused_raw(raw, exc, server=server, peer=peer(scope))
+            await reply_json(send, 400, exc.to_message())
             return
-        session = self._plain_session(server, identity or "", _peer(scope), headers)
+        session = self._plain_session(server, identity or "", peer(scope), headers)
         session.last_seen = time.monotonic()
         if "method" in msg and "id" in msg:
             try:
                 response = await self.gateway.handle_request(session, msg, None, bytes_in=len(raw))
             except asyncio.CancelledError:
                 # Cancelled by the client (notifications/cancelled): no answer, as for a notification.
-                await _reply(send, 202, b"")
-                return
+                response = None
         else:
             response = await self.gateway.handle(session, msg)
             if response is not None:  # not a request, and refused: no call to answer under, so the HTTP says it
-                await _reply_json(send, 400, response)
+                await reply_json(send, 400, response)
                 return
-        if response is None:
-            await _reply(send, 202, b"")
-        else:
-            await _reply(send, _status_for(response), orjson.dumps(response))
+        await answer(send, response, [])
 
-    async def _too_large(self, send: Send, exc: _BodyTooLarge, server: str | None, scope: Scope) -> None:
+    async def _too_large(self, send: Send, exc: BodyTooLarge, server: str | None, scope: Scope) -> None:
         """413 under the request's id when its first bytes tell it; a tools/call gets its ledger row."""
-        await _reply_json(send, 413, await self.gateway.refused_oversized(exc.head, b"", server=server,
-                                                                          peer=_peer(scope)))
+        await reply_json(send, 413, await self.gateway.refused_oversized(exc.head, b"", server=server,
+                                                                         peer=peer(scope)))
 
-    async def _explain(self, receive: Receive, send: Send, server: str, headers: dict[str, str],
-                       identity: str | None) -> None:
+    async def _explain(self, scope: Scope, receive: Receive, send: Send, parts: tuple[str, ...],
+                       headers: dict[str, str], identity: str | None) -> None:
+        """`POST /{server}/explain`: what the policy would decide for a call, and why (`_explain`)."""
         from mcpwall.proxy._explain import explain
 
+        server = parts[0]
         try:
-            body = orjson.loads(await _read_body(receive, MAX_MESSAGE_BYTES))
-        except _BodyTooLarge:
-            await _reply_json(send, 413, error(None, ErrorCode.INVALID_REQUEST, TOO_LARGE))
+            body = orjson.loads(await read_body(receive, MAX_MESSAGE_BYTES))
+        except BodyTooLarge:
+            await reply_json(send, 413, error(None, ErrorCode.INVALID_REQUEST, TOO_LARGE))
             return
         except (orjson.JSONDecodeError, ConnectionError):
-            await _reply_json(send, 400, error(None, ErrorCode.PARSE_ERROR, "explain needs a JSON body"))
+            await reply_json(send, 400, error(None, ErrorCode.PARSE_ERROR, "explain needs a JSON body"))
             return
         if server not in self.gateway.servers and server != "_":
-            await _reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {server!r}"))
+            await reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {server!r}"))
             return
         try:
             out = explain(self.gateway, server, body, agent=identity or headers.get("x-agent-id") or "",
                           client=headers.get("x-mcpwall-client", ""))
         except ValueError as exc:
-            await _reply_json(send, 400, error(None, ErrorCode.INVALID_PARAMS, str(exc)))
+            await reply_json(send, 400, error(None, ErrorCode.INVALID_PARAMS, str(exc)))
             return
-        await _reply_json(send, 200, out)
-
-    # ------------------------------------------------------------------ status
-
-    def _base(self, scope: Scope, headers: dict[str, str]) -> str:
-        if self.base_url:
-            return self.base_url
-        host = headers.get("host") or "127.0.0.1"
-        return f"{scope.get('scheme', 'http')}://{host}"
-
-    def _server_info(self, name: str, scope: Scope, headers: dict[str, str]) -> dict[str, Any]:
-        base = self._base(scope, headers)
-        s = self.gateway.servers[name]
-        return {**s.status(), "proxy_url": f"{base}/{name}", "mcp_url": f"{base}/mcp/{name}",
-                "original": s.spec.url or " ".join([s.spec.command or "", *s.spec.args]).strip(),
-                "risk": _risk(s.spec)}
-
-    def _servers(self, scope: Scope, headers: dict[str, str]) -> dict[str, Any]:
-        status = self.gateway.status()
-        return {"servers": [self._server_info(n, scope, headers) for n in self.gateway.servers],
-                "aggregate_url": f"{self._base(scope, headers)}/mcp", "collisions": status["collisions"]}
-
-    async def _health(self, send: Send, headers: dict[str, str]) -> None:
-        servers = self.gateway.servers.values()
-        healthy = all(s.state == "ready" for s in servers)
-        out: dict[str, Any] = {"status": "ok" if healthy else "degraded", "version": __version__,
-                               "uptime_s": round(time.time() - self.started, 1)}
-        if self.auth.insecure_no_auth or self.auth.identify(headers.get("authorization")) == "":
-            out.update(self.gateway.status())  # the operator's view; an agent's named token sees the public part
-            if self.connections is not None:
-                out["connections"] = {**self.connections.status(), "door_refused": self.door.refused}
-        await _reply_json(send, 200, out)
-
-
-def _risk(spec: Any) -> Any:
-    try:
-        from mcpwall.discovery import risk_summary
-    except ImportError:
-        return None
-    return risk_summary(spec)
-
-
-def _status_for(response: Message) -> int:
-    """HTTP status of a JSON-RPC answer: 200, except for rejections that carry their own."""
-    err = response.get("error")
-    if not isinstance(err, dict):
-        return 200
-    code = err.get("code")
-    return 401 if code == ErrorCode.UNAUTHORIZED else 429 if code == ErrorCode.RATE_LIMITED else 200
-
-
-def _peer(scope: Scope) -> str:
-    client = scope.get("client")
-    return f"{client[0]}" if client else ""
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while True:
-        event = await receive()
-        if event["type"] == "http.disconnect":
-            return
+        await reply_json(send, 200, out)
 
 
 __all__ = ["HttpFrontend", "Reject"]

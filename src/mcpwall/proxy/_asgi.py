@@ -1,0 +1,98 @@
+"""The raw ASGI the HTTP frontend is written in: a whole answer in two events, a body read
+within a size bound, and what a request's scope says about its caller.
+
+The frontend is a bare ASGI app because the relay path is the hot path (see `_http`), so these
+are the few pieces a framework would otherwise give it, kept as plain functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from mcpwall.protocol import ErrorCode, Message
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+JSON: Headers = [(b"content-type", b"application/json")]
+#: sent with a refusal at the door: a refused client gets no connection to hold open (see `_conn`)
+CLOSE: Headers = [(b"connection", b"close")]
+
+
+async def reply(send: Send, status: int, body: bytes = b"", headers: Headers | None = None) -> None:
+    """Answer with `body` whole (JSON unless `headers` say otherwise)."""
+    await send({"type": "http.response.start", "status": status, "headers": (headers or JSON) + [
+        (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def reply_json(send: Send, status: int, value: Any, headers: Headers | None = None) -> None:
+    """Answer with `value` as JSON, `headers` added to the content type."""
+    await reply(send, status, orjson.dumps(value), JSON + (headers or []))
+
+
+async def answer(send: Send, response: Message | None, extra: Headers) -> None:
+    """Answer a JSON-RPC request with its response, or 202 when none follows (it was cancelled)."""
+    if response is None:
+        await reply(send, 202, b"", extra)
+    else:
+        await reply(send, status_for(response), orjson.dumps(response), JSON + extra)
+
+
+def status_for(response: Message) -> int:
+    """HTTP status of a JSON-RPC answer: 200, except for rejections that carry their own."""
+    err = response.get("error")
+    if not isinstance(err, dict):
+        return 200
+    code = err.get("code")
+    return 401 if code == ErrorCode.UNAUTHORIZED else 429 if code == ErrorCode.RATE_LIMITED else 200
+
+
+class BodyTooLarge(Exception):
+    """A body over the size bound; `head` is its first bytes (enough to tell whose request it was)."""
+
+    def __init__(self, head: bytes = b"") -> None:
+        super().__init__("body too large")
+        self.head = head
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The request's body, read whole; `BodyTooLarge` past `limit` bytes, `ConnectionError` when
+    the client goes first."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            raise ConnectionError("client disconnected")
+        chunk = event.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(b"".join(chunks)[:256] if chunks else chunk[:256])
+        chunks.append(chunk)
+        if not event.get("more_body", False):
+            return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+
+async def wait_disconnect(receive: Receive) -> None:
+    """Return when the client has gone (for a response that outlives the request's body)."""
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            return
+
+
+def peer(scope: Scope) -> str:
+    """The caller's address as the ledger records it ("" when the server does not say)."""
+    client = scope.get("client")
+    return f"{client[0]}" if client else ""
+
+
+__all__ = ["CLOSE", "JSON", "App", "BodyTooLarge", "Headers", "Receive", "Scope", "Send", "answer", "peer",
+           "read_body", "reply", "reply_json", "status_for", "wait_disconnect"]
