@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from mcpwall.errors import ConfigError
+from mcpwall.errors import ConfigError, InternalError
 from mcpwall.protocol import json_text
 
 log = logging.getLogger("mcpwall.shared")
@@ -43,7 +43,7 @@ TIMEOUT_S = 0.5
 RETRY_S = 5.0
 
 
-class StateUnavailable(RuntimeError):
+class StateUnavailable(InternalError, RuntimeError):
     """The shared state store cannot be reached."""
 
 

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, unquote
 import orjson
 
 from mcpwall.admin._rules import LiveRules, RuleConflict
-from mcpwall.errors import ConfigError, MCPWallError
+from mcpwall.errors import ConfigError, InternalError, MCPWallError
 from mcpwall.stages import AuthStage
 
 if TYPE_CHECKING:
@@ -80,6 +80,8 @@ class AdminApi:
             status, body = exc.status, {"error": str(exc)}
         except RuleConflict as exc:
             status, body = 409, {"error": str(exc)}
+        except InternalError:
+            raise  # not the request's fault: a 500, as for any other exception (mcpwall.errors)
         except MCPWallError as exc:
             status, body = 400, {"error": str(exc)}
         await _json(send, status, body)

@@ -19,6 +19,7 @@ import httpx
 
 from mcpwall import __version__
 from mcpwall.builtin._net import HostPolicy, Resolver, Target, URLRefused, check_url, system_resolver
+from mcpwall.errors import InternalError
 
 MAX_REDIRECTS = 5
 DEFAULT_MAX_BYTES = 256 * 1024
@@ -28,7 +29,7 @@ HARD_TIMEOUT_S = 30.0
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
-class FetchError(Exception):
+class FetchError(InternalError):
     """The fetch failed for a reason the agent should see."""
 
 

@@ -25,13 +25,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from mcpwall.errors import InternalError
 from mcpwall.policy import canonical_host
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 
-class URLRefused(Exception):
+class URLRefused(InternalError):
     """The URL may not be fetched; the message says why (it is shown to the agent)."""
 
 

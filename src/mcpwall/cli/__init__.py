@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from mcpwall import __version__
-from mcpwall.errors import MCPWallError
+from mcpwall.errors import InternalError, MCPWallError
 
 #: name -> "module:attribute". A module that does not exist yet is not listed.
 COMMANDS: dict[str, str] = {
@@ -112,6 +112,8 @@ class _LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except InternalError:
+            raise  # its own code answers it: one that gets here is a bug, and shows as one (mcpwall.errors)
         except MCPWallError as exc:
             raise WallClickError(exc) from exc
 

@@ -29,7 +29,7 @@ from starlette.responses import Response, StreamingResponse
 
 from mcpwall.approvals import ApprovalError
 from mcpwall.dashboard._auth import Principal, Refusal
-from mcpwall.errors import MCPWallError
+from mcpwall.errors import InternalError, MCPWallError
 from mcpwall.ledger import LedgerQuery, parse_time
 
 if TYPE_CHECKING:
@@ -89,6 +89,8 @@ class Api:
         except ApprovalError as exc:
             return json_response({"error": str(exc)}, exc.status)
         except (MCPWallError, ValueError) as exc:
+            if isinstance(exc, InternalError) and not isinstance(exc, ValueError):
+                raise  # not the request's fault (the shared state is down...): a 500 (mcpwall.errors)
             return json_response({"error": str(exc)}, 400)
 
     async def _route(self, request: Request, method: str, parts: list[str], who: Principal) -> Response:

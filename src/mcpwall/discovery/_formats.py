@@ -25,6 +25,7 @@ from xml.etree import ElementTree
 import yaml
 
 from mcpwall.discovery import _jsonc
+from mcpwall.errors import InternalError
 
 #: PyYAML's safe loader, in C when libyaml is there (a scan of many YAML configs is 10x faster).
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -34,7 +35,7 @@ MAX_BYTES = 32 * 1024 * 1024
 SPAN_LIMIT = 4 * 1024 * 1024
 
 
-class ReadProblem(Exception):
+class ReadProblem(InternalError):
     """Why a file could not be used: status is unreadable, binary, empty, malformed or unsupported."""
 
     def __init__(self, status: str, message: str) -> None:

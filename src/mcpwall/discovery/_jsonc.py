@@ -19,13 +19,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpwall.errors import InternalError
+
 _WS = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)+", re.S)
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\.)*"', re.S)
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _MAX_DEPTH = 200
 
 
-class JsoncError(ValueError):
+class JsoncError(InternalError, ValueError):
     """The text is not JSON(C); the message gives line and column only."""
 
     def __init__(self, message: str, text: str, pos: int) -> None:

@@ -23,11 +23,12 @@ import yaml
 
 from mcpwall.discovery import _jsonc
 from mcpwall.discovery._formats import toml_tables
+from mcpwall.errors import InternalError
 
 Path_ = tuple[str | int, ...]
 
 
-class NotEditable(Exception):
+class NotEditable(InternalError):
     """This entry cannot be rewritten in place (the reason is the message)."""
 
 

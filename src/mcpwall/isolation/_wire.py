@@ -20,6 +20,7 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]  # ships no type information
 
+from mcpwall.errors import InternalError
 from mcpwall.protocol import MAX_MESSAGE_BYTES
 
 #: A JSON-RPC message is at most 4 MiB as JSON; msgpack is never much larger. Room for the envelope.
@@ -27,7 +28,7 @@ MAX_FRAME = 2 * MAX_MESSAGE_BYTES
 _LEN = struct.Struct(">I")
 
 
-class WireError(Exception):
+class WireError(InternalError):
     """The other side broke the framing; the channel must be closed."""
 
 

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 import orjson
 
+from mcpwall.errors import InternalError
+
 #: Messages larger than this are refused with INVALID_REQUEST (SPEC 4).
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 #: The answer to a message over the bound (-32600), on every frontend.
@@ -44,7 +46,7 @@ Message = dict[str, Any]
 RequestId = str | int
 
 
-class ProtocolError(Exception):
+class ProtocolError(InternalError):
     """A message that cannot be relayed; carries the JSON-RPC error to answer with."""
 
     def __init__(self, code: ErrorCode, message: str, request_id: RequestId | None = None,

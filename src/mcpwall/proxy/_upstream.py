@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcpwall import __version__
+from mcpwall.errors import InternalError
 from mcpwall.policy import ServerSpec
 from mcpwall.protocol import LATEST_VERSION, ErrorCode, Message, RequestId, error, notification
 from mcpwall.transports import SseTransport, StreamableHttpTransport, Transport, TransportError, transport_for
@@ -47,7 +48,7 @@ UNANSWERED_MARGIN_S = 60.0
 MAX_UNANSWERED = 1024
 
 
-class UpstreamError(Exception):
+class UpstreamError(InternalError):
     """A request could not be answered by the upstream; carries the JSON-RPC error data."""
 
     def __init__(self, message: str, reason: str, code: int = ErrorCode.UPSTREAM_ERROR) -> None:

@@ -22,6 +22,7 @@ import re
 import struct
 from dataclasses import dataclass
 
+from mcpwall.errors import InternalError
 from mcpwall.protocol import MAX_MESSAGE_BYTES
 
 MAGIC = b"MCPW"
@@ -59,7 +60,7 @@ assert _HEAD.size == HEADER_SIZE
 _NAME_OK = re.compile(r"[^A-Za-z0-9._+@:/ -]")
 
 
-class FrameError(Exception):
+class FrameError(InternalError):
     """The peer broke the wire format; `fatal` means the byte stream cannot be trusted any more."""
 
     def __init__(self, message: str, *, fatal: bool = True, stream: int | None = None) -> None:

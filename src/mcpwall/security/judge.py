@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from mcpwall.errors import InternalError
 from mcpwall.security._heuristics import Factor, evaluate, score
 from mcpwall.security.dlp import Scanner
 
@@ -76,7 +77,7 @@ def heuristic(tool: str, arguments: Mapping[str, Any], description: str = "", *,
                    f"{len(factors)} risk factor(s), score {total}" if factors else "no risk factors", total)
 
 
-class JudgeError(Exception):
+class JudgeError(InternalError):
     """The remote judge gave no usable answer (transport, status, or format)."""
 
 
