@@ -112,7 +112,7 @@ def build_gateway(home: Path, policy: str | None = ALLOW_ALL, servers: Mapping[s
     settings.options = dict(options or {})
     built = build(settings, extra_stages=stages)
     if state is not None:
-        built.gateway.state = state
+        built.gateway.components.state = state
     return built
 
 

@@ -73,7 +73,7 @@ async def test_a_clients_answer_to_a_server_cannot_carry_a_secret_it_was_shown(t
 
         upstream.respond = respond
         # the server showed this session a secret (masked on its way, and remembered)...
-        masked = gw._mask(s.id, {"jsonrpc": "2.0", "method": "notifications/message",
+        masked = gw.messages.mask(s.id, {"jsonrpc": "2.0", "method": "notifications/message",
                                  "params": {"level": "info", "data": f"token {GHP}"}})
         assert GHP not in str(masked)
         # ...then asks the client to sample, and the client's answer carries the secret back

@@ -247,15 +247,15 @@ async def test_server_messages_while_only_the_gateway_itself_waits_or_for_a_clos
         assert not unasked  # of two sessions, only the one that asked for logs
         # A request attributed to a session that has closed goes to nobody, not to whoever is left.
         gone = Pending(loop.create_future(), "tools/call", "a-closed-session", 1)
-        assert gw._target_session(upstream, gone, "sampling") is None
-        assert gw._target_session(upstream, gone) is None
+        assert gw.traffic.target_session(upstream, gone, "sampling") is None
+        assert gw.traffic.target_session(upstream, gone) is None
         upstream.pending.pop(10_001)
     finally:
         await gw.stop()
 
 
 async def test_calls_refused_at_the_door_are_recorded_only_up_to_a_budget_per_peer(tmp_path: Path) -> None:
-    from mcpwall.proxy._gateway import DOOR_ROWS_PER_MINUTE
+    from mcpwall.proxy._refusals import DOOR_ROWS_PER_MINUTE
 
     gw = make(tmp_path, {"m": script_server("misbehave", "ok")}).gateway
     recorded: list[str] = []

@@ -1,8 +1,8 @@
 """Human approval for `ask` decisions (SPEC 3): hold the call until a person answers.
 
-    approvals = Approvals()               # the notify stage binds one to every gateway
-    approvals.bind(gateway)               # gateway.approvals = approvals
-    verdict = await gateway.approvals.hold(ctx, decision)   # the policy stage does this
+    approvals = approvals_from(config)    # built before the stages (Components.approvals)
+    approvals.bind(gateway)               # by the gateway it belongs to
+    verdict = await approvals.hold(ctx, decision)   # the policy, chain and poisoning stages
     approvals.approve("3f9a1c0b2d4e", via="api", similar_minutes=15)
     approvals.deny("3f9a1c0b2d4e", via="cli", reason="not on a Friday")
 

@@ -1,7 +1,8 @@
 """Holding a call until a person answers: the gateway's `approvals` service.
 
 The policy stage (and the chain stage, for a toxic flow under `action: ask`)
-calls `await gateway.approvals.hold(ctx, decision)` when a decision is `ask`.
+calls `await approvals.hold(ctx, decision)` when a decision is `ask` (the
+service is `Components.approvals`, handed to those stages when they are built).
 `hold` returns None to let the call proceed, or a `Reject` (BLOCKED, outcome
 "ask-denied") to refuse it. While the call waits:
 
@@ -61,7 +62,8 @@ def call_view(ctx: RequestContext) -> CallView:
 
 
 class Approvals:
-    """One per gateway (`gateway.approvals`): holds calls, takes answers, tells listeners."""
+    """One per gateway (`Components.approvals`, bound by the gateway): holds calls, takes answers,
+    tells listeners."""
 
     def __init__(self, *, via_elicitation: bool = False, progress_interval_s: float = 1.0) -> None:
         self.via_elicitation = via_elicitation
@@ -78,7 +80,6 @@ class Approvals:
 
     def bind(self, gateway: GatewayView) -> None:
         self.gateway = gateway
-        gateway.approvals = self
         if self.via_elicitation or gateway.options.allow_client_elicitation_approval:
             self.via_elicitation = True
             gateway.taps.append(self.elicitor.tap)

@@ -69,6 +69,7 @@ def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[
               frame_listen: tuple[str, ...], isolate: bool = False, sessions_per_principal: int = 64,
               **options: Any) -> Any:
     from mcpwall.admin import register as register_admin
+    from mcpwall.dashboard import register as register_dashboard
     from mcpwall.isolation import register as register_isolation
     from mcpwall.proxy import GatewaySettings
     from mcpwall.relay import register as register_relay
@@ -76,6 +77,7 @@ def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[
     register_relay()      # --frame-listen
     register_isolation()  # --isolate
     register_admin()      # /api/admin/
+    register_dashboard()  # /ui, /api/ (when stages.notify.dashboard)
 
     extra: dict[str, ServerSpec] = {}
     if discover:

@@ -1,6 +1,6 @@
 """The dashboard: a small Starlette app over the ledger, the approval book and the policy.
 
-    dashboard = create_app(GatewayConsole(gateway), auth)    # inside the gateway: gateway.ui_app
+    dashboard = create_app(GatewayConsole(gateway), auth)    # inside the gateway: DashboardService
     dashboard = create_app(HomeConsole(ledger, policy), auth)  # `mcpwall dashboard --home H`
 
 Pages under `/ui/` (overview with cards, chart and live stream; calls;
@@ -15,6 +15,7 @@ from mcpwall.dashboard._app import STATIC, Dashboard, create_app
 from mcpwall.dashboard._auth import COOKIE, CSRF_HEADER, Guard, Principal, Refusal, SessionStore
 from mcpwall.dashboard._console import Console, GatewayConsole, HomeConsole, pin_rows, pin_summary
 from mcpwall.dashboard._feed import Feed, MemoryRows, row_from_context
+from mcpwall.dashboard._service import DashboardService, dashboard_service, register
 from mcpwall.dashboard._stats import Stats, percentile
 from mcpwall.dashboard._views import CSP, PAGES
 
@@ -27,6 +28,7 @@ __all__ = [
     "Api",
     "Console",
     "Dashboard",
+    "DashboardService",
     "Feed",
     "GatewayConsole",
     "Guard",
@@ -37,8 +39,10 @@ __all__ = [
     "SessionStore",
     "Stats",
     "create_app",
+    "dashboard_service",
     "percentile",
     "pin_rows",
     "pin_summary",
+    "register",
     "row_from_context",
 ]

@@ -66,7 +66,7 @@ class SenderOptions:
 
 
 class Notifier:
-    """Webhook delivery for one gateway (`gateway.notifier`)."""
+    """Webhook delivery for one gateway (`Components.notifier`)."""
 
     def __init__(self, options: SenderOptions | None = None,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:

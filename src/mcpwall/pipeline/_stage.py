@@ -13,6 +13,18 @@ A stage is a class with a `name` and any of three hooks:
   Observers only (ledger, metrics, notifications); must not raise. It runs
   before the answer is sent, so a strict ledger can commit first.
 
+Outside a client's request, two more, in the same order:
+
+- `on_server_message(session_id, msg)`: a message a server sends a client
+  on its own (a log line, progress, a sampling or elicitation request), or
+  an answer no response hook read; returns the message to pass on (DLP
+  masks secrets here).
+- `on_client_answer(session, answer)`: a client's answer to a server's
+  request (sampling output, elicited input); returns why it must not reach
+  the server, or None (the honeytoken tripwire and DLP's exfiltration check
+  refuse here). A stage applies audit mode itself: in audit mode it logs and
+  returns None unless its finding blocks in every mode.
+
 Lifecycle: `bind(gateway)` when the gateway is built, `start()` before the
 upstreams connect, `stop()` at shutdown (after the frontends close).
 
@@ -97,6 +109,12 @@ class Stage:
 
     def on_complete(self, ctx: RequestContext) -> Awaitable[None] | None:
         """May return an awaitable; the pipeline awaits it before the answer is sent."""
+        return None
+
+    def on_server_message(self, session_id: str, msg: Message) -> Message:
+        return msg
+
+    def on_client_answer(self, session: Session, answer: Message) -> str | None:
         return None
 
     def bind(self, gateway: GatewayView) -> None:

@@ -2,10 +2,10 @@
 
 Stages sit below the gateway (`mcpwall.proxy`) and never import it: they read
 the servers, the sessions and the policy through `GatewayView`, which
-`proxy.Gateway` implements. The attributes after `sessions` are the parts
-stages share with one another and with the frontends (the approval service,
-the tool filters, the durable state...): today stages and plugins set them in
-`bind()`; issue 23 moves their building to the app builder.
+`proxy.Gateway` implements, and nothing writes onto it. The parts stages
+share (the approval service, the tool filters, the durable state...) are
+built before them by the app builder and handed to their `build()`
+(`stages/_components.py`); the gateway shows a few of them read only.
 """
 
 from __future__ import annotations
@@ -121,16 +121,15 @@ class GatewayView(Protocol):
 
     def spawn(self, coro: Awaitable[Any]) -> None: ...
 
-    # Shared parts, set in bind() by the stage that owns each (see the module docstring).
-    state: StateStore
-    taps: list[Tap]
-    tool_filters: list[ToolFilter]
-    on_catalog_changed: Callable[[Any], None] | None
-    approvals: Any
-    ledger: Any
-    notifier: Any
-    ui_app: Any
-    metrics_text: Callable[[], bytes] | None
+    # The shared parts, read only: stages get them in build() (`stages/_components.py`).
+    @property
+    def state(self) -> StateStore: ...
+
+    @property
+    def ledger(self) -> object | None: ...
+
+    @property
+    def taps(self) -> list[Tap]: ...
 
 
 __all__ = ["Breaker", "Catalog", "GatewayView", "Holder", "Options", "Pipeline", "Service", "Tap", "ToolFilter",

@@ -32,7 +32,8 @@ from mcpwall.proxy._gateway import Gateway, GatewayOptions
 from mcpwall.proxy._http import SESSIONS_PER_PRINCIPAL, HttpFrontend
 from mcpwall.proxy._servers import check_names, load_servers_file
 from mcpwall.proxy._stdio import StdioFrontend
-from mcpwall.stages import AuthStage, default_stages
+from mcpwall.stages import AuthStage, build_components, default_stages
+from mcpwall.state import StateStore
 
 log = logging.getLogger("mcpwall")
 
@@ -105,13 +106,12 @@ def build(settings: GatewaySettings, extra_stages: Sequence[Stage] = ()) -> Buil
     if not settings.insecure_no_auth:
         auth.named = NamedTokenWatch(settings.home)  # init's new client tokens, uninstall's revocations
     try:
-        stages = [*default_stages(auth, dict(store.current.source.sections), settings), *extra_stages]
-        gateway = Gateway(servers, store, stages, GatewayOptions(**settings.options))
-        state_url = (settings.extras or {}).get("state_url")
-        if state_url:
-            from mcpwall.shared import RedisStateStore
-
-            gateway.state = RedisStateStore(state_url)  # pins, honeytokens, approvals: shared by replicas
+        sections = dict(store.current.source.sections)
+        # The shared parts first (ledger, durable state, approvals, webhooks, metrics), then the
+        # stages over them, then the gateway, then the services (admin API, frame listener...).
+        components = build_components(sections, settings, _shared_state(settings))
+        stages = [*default_stages(auth, sections, settings, components), *extra_stages]
+        gateway = Gateway(servers, store, stages, GatewayOptions(**settings.options), components)
         for factory in SERVICES:
             service = factory(settings, gateway)
             if service is not None:
@@ -125,6 +125,16 @@ def build(settings: GatewaySettings, extra_stages: Sequence[Stage] = ()) -> Buil
             raise
         raise located from exc
     return Built(settings, gateway, store, auth, source)
+
+
+def _shared_state(settings: GatewaySettings) -> StateStore | None:
+    """The store several replicas share (`--state redis://...`): pins, honeytokens, approvals."""
+    state_url = (settings.extras or {}).get("state_url")
+    if not state_url:
+        return None
+    from mcpwall.shared import RedisStateStore
+
+    return RedisStateStore(state_url)
 
 
 def configure_logging(level: str = "INFO") -> None:

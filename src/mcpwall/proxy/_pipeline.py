@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from mcpwall.ledger import LedgerUnavailable
+from mcpwall.pipeline import Session
 from mcpwall.protocol import ErrorCode, Message, ProtocolError, error
 from mcpwall.proxy._upstream import UpstreamError
 from mcpwall.shared import StateUnavailable
@@ -30,6 +31,8 @@ class Pipeline:
         self._request = [s for s in self.stages if _overrides(s, "on_request")]
         self._response = [s for s in self.stages if _overrides(s, "on_response")]
         self._complete = [s for s in self.stages if _overrides(s, "on_complete")]
+        self._server_message = [s for s in self.stages if _overrides(s, "on_server_message")]
+        self._client_answer = [s for s in self.stages if _overrides(s, "on_client_answer")]
         self.timings: dict[str, float] = {s.name: 0.0 for s in self.stages}
 
     def find(self, name: str) -> Stage | None:
@@ -110,6 +113,20 @@ class Pipeline:
         response = error(ctx.id, verdict.code, verdict.message, verdict.data)
         ctx.response = response
         return response
+
+    def server_message(self, session_id: str, msg: Message) -> Message:
+        """A server's message to a client through every stage's `on_server_message`, in order."""
+        for stage in self._server_message:
+            msg = stage.on_server_message(session_id, msg)
+        return msg
+
+    def client_answer(self, session: Session, answer: Message) -> str | None:
+        """Why a client's answer must not reach the server: the first stage that refuses it says."""
+        for stage in self._client_answer:
+            why = stage.on_client_answer(session, answer)
+            if why is not None:
+                return why
+        return None
 
     async def complete(self, ctx: RequestContext) -> None:
         """Run the observers; an observer may be async (a ledger in strict mode awaits its commit)."""

@@ -101,14 +101,14 @@ class ServerMessages:
         out["method"] = msg["method"]
         if "params" in msg:
             out["params"] = msg["params"]
-        dlp = self.gateway._dlp
-        if dlp is None or "params" not in out:
+        if "params" not in out:
             return out
         params = out["params"]
+        pipeline = self.gateway.pipeline
         if isinstance(params, dict):
-            return dict(dlp.mask_outbound(session_id, out))
+            return dict(pipeline.server_message(session_id, out))
         # JSON-RPC allows positional params; they are masked all the same.
-        masked = dlp.mask_outbound(session_id, {**out, "params": {"params": params}})
+        masked = pipeline.server_message(session_id, {**out, "params": {"params": params}})
         return {**out, "params": masked["params"]["params"]}
 
     async def send(self, session_id: str, session: Session | None, emit: Emit | None, msg: Message, *,
@@ -144,10 +144,10 @@ class ServerMessages:
             return error(response.get("id"), ErrorCode.UPSTREAM_ERROR, "the server answered with neither a result "
                          "nor an error", {"server": ctx.server, "reason": "invalid answer"})
         out: Message = {"jsonrpc": "2.0", "id": response.get("id"), key: response[key]}
-        dlp = self.gateway._dlp
-        if dlp is None or ctx.method in SCANNED:
+        if ctx.method in SCANNED:
             return out
-        masked = dlp.mask_outbound(ctx.session.id, {"method": ctx.method, "params": {"body": out[key]}})
+        masked = self.gateway.pipeline.server_message(ctx.session.id, {"method": ctx.method,
+                                                                       "params": {"body": out[key]}})
         if masked["params"]["body"] is not out[key]:
             out[key] = masked["params"]["body"]
             ctx.notes.setdefault("dlp", {})["masked_answer"] = key
@@ -170,7 +170,7 @@ class ServerMessages:
         self.counts["roots_answered"] += 1
         log.info("[%s] roots/list answered by the gateway: %s", upstream.name, ", ".join(uris) or "(no roots)")
         # Which client's call the question came during (forensics; it is answered the same either way).
-        owner = self.gateway._only_caller(upstream) if pending is None else None
+        owner = self.gateway.traffic.only_caller(upstream) if pending is None else None
         during = pending.session_id if pending is not None else owner[0].id if owner and owner[0] else None
         session = Session(kind="upstream", server=upstream.name, peer=f"upstream:{upstream.name}",
                           process_name=upstream.name)

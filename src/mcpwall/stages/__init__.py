@@ -1,15 +1,28 @@
 """The pipeline's stages, in one ordered list (SPEC 4).
 
-Request side, in order: authentication, rate limit, forensic capture,
-honeytoken tripwire, protocol validation, circuit breaker, policy, attack
-chain / toxic flow, schema and path validation, RBAC, threat intel, then
-upstream dispatch. Response side (the same list's `on_response` hooks, in
-order): capture, DLP, honeytoken injection, list filtering, response rules.
-Observers (`on_complete`): ledger, metrics, notifications.
+Each hook runs over the stages that have it, in this one order
+(`tests/stages/test_order_documented.py` checks these lines and the diagram
+in docs/ARCHITECTURE.md against the classes):
+
+- request (`on_request`): ratelimit, honeytoken_tripwire, protocol, circuit,
+  selfguard, policy, chain, schema, pins, poisoning, rbac, threatintel,
+  judge, dlp, audit; then the dispatch to the upstream (or a local answer).
+- response (`on_response`): chain, pins, poisoning, dlp, honeytoken_inject,
+  listfilter, response_rules.
+- complete (`on_complete`, observers): circuit, policy, chain, audit,
+  metrics, notify.
+- server message (`on_server_message`, a server's message to a client
+  outside an answer the response hooks read): dlp.
+- client answer (`on_client_answer`, a client's answer to a server's
+  request): honeytoken_tripwire, dlp.
+
+`auth` (the frontends' `admit`) and `capture` (a tap on every message) sit
+in the list for their lifecycle and status and have no pipeline hook.
 
 `STAGE_ORDER` is the one place that order is written down. Each entry names a
-module and a factory `build(config, settings) -> Stage | None` (None: the
-stage is switched off by the policy). A module that is not installed yet is
+module and a factory `build(config, settings, components) -> Stage | None`
+(None: the stage is switched off by the policy); `components` are the parts
+the stages share, built before them (`_components.py`). A module that is not installed yet is
 skipped, so later stages plug in by adding their module.
 """
 
@@ -21,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcpwall.pipeline import Reject, RequestContext, Stage, blocked
+from mcpwall.stages._components import Components, build_components
 from mcpwall.stages.auth import AuthStage
 from mcpwall.stages.circuit import CircuitStage
 from mcpwall.stages.listfilter import ListFilterStage
@@ -64,9 +78,11 @@ def _installed(module: str) -> bool:
 
 
 def default_stages(auth: AuthStage | None = None, config: Mapping[str, Any] | None = None,
-                   settings: Any = None) -> list[Stage]:
-    """The pipeline, in order. `config` is the policy (its stage sections); `settings` the gateway's."""
+                   settings: Any = None, components: Components | None = None) -> list[Stage]:
+    """The pipeline, in order. `config` is the policy (its stage sections); `settings` the gateway's;
+    `components` the parts the stages share (built from the same sections when not given)."""
     cfg = dict(config or {})
+    parts = components if components is not None else build_components(cfg, settings)
     stages: list[Stage] = []
     for name, module in STAGE_ORDER:
         if name == "auth":
@@ -77,7 +93,7 @@ def default_stages(auth: AuthStage | None = None, config: Mapping[str, Any] | No
         build = getattr(importlib.import_module(module), "build", None)
         if build is None:
             continue
-        stage = build(cfg, settings)
+        stage = build(cfg, settings, parts)
         if stage is not None:
             stages.append(stage)
     return stages
@@ -88,6 +104,7 @@ __all__ = [
     "STAGE_ORDER",
     "AuthStage",
     "CircuitStage",
+    "Components",
     "ListFilterStage",
     "PolicyStage",
     "ProtocolStage",
@@ -97,5 +114,6 @@ __all__ = [
     "ResponseRulesStage",
     "Stage",
     "blocked",
+    "build_components",
     "default_stages",
 ]

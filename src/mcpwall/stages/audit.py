@@ -28,15 +28,13 @@ import os
 import time
 from collections.abc import Awaitable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcpwall.errors import ConfigError
 from mcpwall.ledger import Event, Ledger, LedgerError, LedgerOptions, RuleInfo, open_ledger, parse_url
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, error
-
-if TYPE_CHECKING:
-    from mcpwall.pipeline import GatewayView
+from mcpwall.stages._components import Components
 
 log = logging.getLogger("mcpwall.ledger")
 
@@ -64,10 +62,6 @@ class AuditStage(Stage):
         self.waited = 0
 
     # ------------------------------------------------------------------ lifecycle
-
-    def bind(self, gateway: GatewayView) -> None:
-        gateway.ledger = self.ledger
-        gateway.state = self.ledger
 
     async def start(self) -> None:
         self.ledger.start()
@@ -242,8 +236,9 @@ def _home(settings: Any) -> Path:
     return Path(env).expanduser() if env else Path.home() / ".mcpwall"
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> AuditStage | None:
-    """The ledger stage, unless `ledger: {enabled: false}`; None in unit tests without a home or URL.
+def ledger_from(config: Mapping[str, Any], settings: Any = None) -> Ledger | None:
+    """The ledger the policy asks for, unless `ledger: {enabled: false}`; None in unit tests
+    without a home or URL.
 
     The URL comes from `--ledger` (settings.extras["ledger_url"]), else `ledger.url`; a relative
     path in policy.yaml is relative to the home directory.
@@ -264,7 +259,14 @@ def build(config: Mapping[str, Any], settings: Any = None) -> AuditStage | None:
     options = LedgerOptions.from_section(section)  # checked even when nothing is opened (simulate)
     if settings is None and url is None:
         return None
-    return AuditStage(open_ledger(_home(settings), url, options=options))
+    return open_ledger(_home(settings), url, options=options)
 
 
-__all__ = ["GUARDED", "LEDGER_RULE", "AuditStage", "build"]
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> AuditStage | None:
+    """The ledger stage, over the ledger `build_components` opened (`ledger_from`), if any."""
+    ledger = components.ledger if components is not None else ledger_from(config, settings)
+    return AuditStage(ledger) if ledger is not None else None
+
+
+__all__ = ["GUARDED", "LEDGER_RULE", "AuditStage", "build", "ledger_from"]

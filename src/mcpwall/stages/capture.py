@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mcpwall.pipeline import Stage
+from mcpwall.stages._components import Components
 
 if TYPE_CHECKING:
-    from mcpwall.pipeline import GatewayView, Session
+    from mcpwall.pipeline import Session
     from mcpwall.protocol import Message
 
 log = logging.getLogger("mcpwall.capture")
@@ -82,9 +83,6 @@ class CaptureStage(Stage):
         self.events = 0
         self.files = 0
         self.errors = 0
-
-    def bind(self, gateway: GatewayView) -> None:
-        gateway.taps.append(self.tap)
 
     def tap(self, session: Session, direction: str, message: Message) -> None:
         """Called by the gateway for every message in and out of every session."""
@@ -171,13 +169,17 @@ class CaptureStage(Stage):
             log.error("cannot write the capture %s: %s", path, exc)
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> CaptureStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> CaptureStage | None:
     """Only when recording (`mcpwall record` sets settings.extras["record"])."""
     extras = getattr(settings, "extras", None) or {}
     home = getattr(settings, "home", None)
     if not extras.get("record") or home is None:
         return None
-    return CaptureStage(Path(home) / "sessions")
+    stage = CaptureStage(Path(home) / "sessions")
+    if components is not None:
+        components.taps.append(stage.tap)  # every message in and out of every session
+    return stage
 
 
 __all__ = ["CaptureStage", "build"]

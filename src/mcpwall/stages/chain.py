@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import re2
 from pydantic import Field
 
-from mcpwall.pipeline import Reject, RequestContext, Stage
+from mcpwall.pipeline import Holder, Reject, RequestContext, Stage
 from mcpwall.policy import Decision
 from mcpwall.protocol import ErrorCode, Message
 from mcpwall.security._classify import CallFacts, classify
@@ -48,6 +48,7 @@ from mcpwall.security.chains import (
     describe_flow,
     kill_chain_event,
 )
+from mcpwall.stages._components import Components
 from mcpwall.stages._kit import (
     StageConfig,
     arguments,
@@ -109,8 +110,11 @@ def injection_in(result: Any) -> str | None:
 class ChainStage(Stage):
     name = "chain"
 
-    def __init__(self, config: ChainConfig | None = None, workspace: list[str] | None = None) -> None:
+    def __init__(self, config: ChainConfig | None = None, workspace: list[str] | None = None,
+                 approvals: Holder | None = None) -> None:
         self.config = config or ChainConfig()
+        #: the approval service that holds an `ask` (`Components.approvals`); None: asks are denied
+        self.approvals = approvals
         self.workspace = list(self.config.workspace or workspace or ["/workspace"])
         self.tracker = ChainTracker(decay_s=self.config.decaySeconds, source_ttl_s=self.config.sourceTtlSeconds)
         self._pending: dict[int, CallFacts] = {}
@@ -166,7 +170,7 @@ class ChainStage(Stage):
         if self.config.action == "warn":
             return None
         if self.config.action == "ask" and not audit_mode(ctx):
-            approvals = getattr(ctx.gateway, "approvals", None)
+            approvals = self.approvals
             if approvals is None:
                 return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: this call needs approval and no approval "
                               "channel is running; " + reason, {**data, "approval": "unavailable"},
@@ -238,11 +242,12 @@ class ChainStage(Stage):
                 "sources": dict(self.sources), "sessions": self.tracker.states()}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> ChainStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> ChainStage | None:
     cfg = parse(ChainConfig, stage_block(config, "chain"), "stages.chain")
     if not cfg.enabled:
         return None
-    return ChainStage(cfg)
+    return ChainStage(cfg, approvals=components.approvals if components is not None else None)
 
 
 __all__ = ["ChainConfig", "ChainStage", "build", "injection_in"]

@@ -17,6 +17,7 @@ from typing import Any
 
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
+from mcpwall.stages._components import Components
 
 
 class CircuitStage(Stage):
@@ -50,7 +51,8 @@ class CircuitStage(Stage):
         return {"tripped": self.tripped}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> CircuitStage:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> CircuitStage:
     return CircuitStage()
 
 

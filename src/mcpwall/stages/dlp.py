@@ -43,10 +43,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from mcpwall.pipeline import Reject, RequestContext, Stage
+from mcpwall.pipeline import GatewayView, Reject, RequestContext, Session, Stage
 from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.security._decode import MAX_DECODED
 from mcpwall.security.dlp import Finding, Fingerprints, Scanner
+from mcpwall.stages._components import Components
 from mcpwall.stages._kit import StageConfig, enforce, parse
 
 log = logging.getLogger("mcpwall.dlp")
@@ -94,6 +95,10 @@ class DLPStage(Stage):
         self.by_type: Counter[str] = Counter()
         self.exfiltration_blocked = 0
         self.withheld = 0
+        self._gateway: GatewayView | None = None
+
+    def bind(self, gateway: GatewayView) -> None:
+        self._gateway = gateway
 
     async def on_request(self, ctx: RequestContext) -> Reject | None:
         if ctx.method not in SCANNED:
@@ -107,6 +112,17 @@ class DLPStage(Stage):
         return None
 
     # ------------------------------------------------------------------ server <-> client, outside calls
+
+    def on_server_message(self, session_id: str, msg: Message) -> Message:
+        return self.mask_outbound(session_id, msg)
+
+    def on_client_answer(self, session: Session, answer: Message) -> str | None:
+        why = self.exfiltrating(session.id, answer.get("result", answer.get("error")))
+        gateway = self._gateway
+        if why is not None and gateway is not None and gateway.policy.current.mode != "enforce":
+            log.warning("AUDIT MODE: a client's answer to a server let through although %s", why)
+            return None  # recorded (the log line), as audit mode does for a call
+        return why
 
     def mask_outbound(self, session_id: str, msg: Message) -> Message:
         """A message a server sends a client on its own (a log line, progress, a sampling or
@@ -237,7 +253,8 @@ class DLPStage(Stage):
                 "argument_secrets": self.argument_secrets}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> DLPStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> DLPStage | None:
     """On by default; `dlp: false` or `dlp: {enabled: false}` switches it off."""
     cfg = parse(DLPConfig, config.get("dlp"), "dlp")
     return DLPStage(cfg) if cfg.enabled else None

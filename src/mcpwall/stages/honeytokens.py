@@ -3,7 +3,7 @@
 Runs early (before protocol validation and policy) on every request's params,
 so a decoy cannot slip through on a method the policy does not look at. The
 decoys come from the injection stage (`honeytokens_inject`), which plants them
-in results; both share one `Registry` on the gateway (`gateway.honeytokens`),
+in results; both share the gateway's one `Registry` (`Components.honeytokens`),
 backed by `gateway.state` so that detection survives a restart.
 
 policy.yaml::
@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from mcpwall.pipeline import Reject, RequestContext, Stage
-from mcpwall.protocol import ErrorCode
+from mcpwall.pipeline import Reject, RequestContext, Session, Stage
+from mcpwall.protocol import ErrorCode, Message
 from mcpwall.security.honeytokens import Registry
+from mcpwall.stages._components import Components
 from mcpwall.stages._kit import StageConfig, enforce, parse
 
 if TYPE_CHECKING:
@@ -52,17 +53,12 @@ class HoneytokenConfig(StageConfig):
     blockInAudit: bool = True
 
 
+def _enforcing(gateway: GatewayView | None) -> bool:
+    return gateway is None or gateway.policy.current.mode == "enforce"
+
+
 def config_of(config: Mapping[str, Any]) -> HoneytokenConfig:
     return parse(HoneytokenConfig, config.get("honeytokens"), "honeytokens")
-
-
-def shared_registry(gateway: GatewayView) -> Registry:
-    """The one registry of a gateway, created by whichever honeytoken stage binds first."""
-    registry = getattr(gateway, "honeytokens", None)
-    if not isinstance(registry, Registry):
-        registry = Registry()
-        gateway.honeytokens = registry  # type: ignore[attr-defined]
-    return registry
 
 
 class HoneytokenTripwire(Stage):
@@ -70,12 +66,11 @@ class HoneytokenTripwire(Stage):
 
     def __init__(self, config: HoneytokenConfig | None = None, registry: Registry | None = None) -> None:
         self.config = config or HoneytokenConfig(enabled=True)
-        self.registry = registry or Registry()
+        self.registry = registry if registry is not None else Registry()
         self.alerts = 0
         self._gateway: GatewayView | None = None
 
     def bind(self, gateway: GatewayView) -> None:
-        self.registry = shared_registry(gateway)
         self._gateway = gateway
 
     async def start(self) -> None:
@@ -105,6 +100,13 @@ class HoneytokenTripwire(Stage):
                 k: alert[k] for k in ("type", "part", "path", "planted_server", "planted_tool")}}),
             always=self.config.blockInAudit)
 
+    def on_client_answer(self, session: Session, answer: Message) -> str | None:
+        why = self.tripped(answer.get("result", answer.get("error")))
+        if why is not None and not self.config.blockInAudit and not _enforcing(self._gateway):
+            log.warning("AUDIT MODE: a client's answer to a server let through although %s", why)
+            return None  # recorded (the log line), as audit mode does for a call
+        return why  # a decoy blocks in audit mode too (blockInAudit, the default)
+
     def tripped(self, value: Any) -> str | None:
         """Why a client's answer to a server's request must not reach the server: it carries a
         decoy credential (the tripwire's other way in); None when it does not."""
@@ -120,9 +122,12 @@ class HoneytokenTripwire(Stage):
         return {"alerts": self.alerts, "known_decoy_parts": len(self.registry), "detected": self.registry.detected}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> HoneytokenTripwire | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> HoneytokenTripwire | None:
     cfg = config_of(config)
-    return HoneytokenTripwire(cfg) if cfg.enabled else None
+    if not cfg.enabled:
+        return None
+    return HoneytokenTripwire(cfg, components.honeytokens if components is not None else None)
 
 
-__all__ = ["HoneytokenConfig", "HoneytokenTripwire", "build", "config_of", "shared_registry"]
+__all__ = ["HoneytokenConfig", "HoneytokenTripwire", "build", "config_of"]

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from mcpwall.pipeline import RequestContext, Stage
 from mcpwall.protocol import Message
 from mcpwall.security.honeytokens import Registry, render
+from mcpwall.stages._components import Components
 from mcpwall.stages._kit import matches
-from mcpwall.stages.honeytokens import HoneytokenConfig, config_of, shared_registry
+from mcpwall.stages.honeytokens import HoneytokenConfig, config_of
 
 if TYPE_CHECKING:
     from mcpwall.pipeline import GatewayView
@@ -28,12 +29,11 @@ class HoneytokenInjector(Stage):
 
     def __init__(self, config: HoneytokenConfig | None = None, registry: Registry | None = None) -> None:
         self.config = config or HoneytokenConfig(enabled=True)
-        self.registry = registry or Registry()
+        self.registry = registry if registry is not None else Registry()
         self.responses = 0
         self._gateway: GatewayView | None = None
 
     def bind(self, gateway: GatewayView) -> None:
-        self.registry = shared_registry(gateway)
         self._gateway = gateway
 
     async def start(self) -> None:
@@ -63,9 +63,12 @@ class HoneytokenInjector(Stage):
                 "types": list(self.config.types)}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> HoneytokenInjector | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> HoneytokenInjector | None:
     cfg = config_of(config)
-    return HoneytokenInjector(cfg) if cfg.enabled else None
+    if not cfg.enabled:
+        return None
+    return HoneytokenInjector(cfg, components.honeytokens if components is not None else None)
 
 
 __all__ = ["HoneytokenInjector", "build"]

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, json_text
 from mcpwall.security.judge import JudgeError, Opinion, RemoteJudge, heuristic, stricter
+from mcpwall.stages._components import Components
 from mcpwall.stages._kit import StageConfig, arguments, enforce, parse, stage_block, tool_description
 
 log = logging.getLogger("mcpwall.judge")
@@ -141,7 +142,8 @@ class JudgeStage(Stage):
         return out
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> JudgeStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> JudgeStage | None:
     cfg = parse(JudgeConfig, stage_block(config, "judge"), "stages.judge")
     if not cfg.enabled:
         return None

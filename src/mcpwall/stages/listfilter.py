@@ -7,13 +7,14 @@ decided by `mcpwall.policy.visible` for this session's client and agent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcpwall.pipeline import RequestContext, Stage
+from mcpwall.pipeline import RequestContext, Stage, ToolFilter
 from mcpwall.policy import Call, Context, local_now, visible
 from mcpwall.protocol import Message
 from mcpwall.protocol.naming import resource_owner, split
+from mcpwall.stages._components import Components
 
 _KEYS = {"tools/list": ("tools", "tools/call"), "prompts/list": ("prompts", "prompts/get"),
          "resources/list": ("resources", "resources/read")}
@@ -22,8 +23,10 @@ _KEYS = {"tools/list": ("tools", "tools/call"), "prompts/list": ("prompts", "pro
 class ListFilterStage(Stage):
     name = "listfilter"
 
-    def __init__(self) -> None:
+    def __init__(self, filters: Sequence[ToolFilter] = ()) -> None:
         self.hidden = 0
+        #: the other stages' filters (rbac, poisoning, pins: `Components.tool_filters`), read per list
+        self.filters = filters
 
     async def on_response(self, ctx: RequestContext, response: Message) -> Message:
         spec = _KEYS.get(ctx.method)
@@ -36,7 +39,7 @@ class ListFilterStage(Stage):
         session = ctx.session
         kept: list[Any] = []
         hidden: list[str] = []
-        extra = getattr(ctx.gateway, "tool_filters", ())
+        extra = self.filters
         for item in body[key]:
             if not isinstance(item, dict):
                 continue
@@ -64,8 +67,9 @@ class ListFilterStage(Stage):
         return {"hidden": self.hidden}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> ListFilterStage:
-    return ListFilterStage()
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> ListFilterStage:
+    return ListFilterStage(components.tool_filters if components is not None else ())
 
 
 __all__ = ["ListFilterStage", "build"]

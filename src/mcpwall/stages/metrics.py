@@ -1,9 +1,10 @@
 """The metrics stage: count every finished request for `GET /metrics` (see `mcpwall.metrics`).
 
 An observer: `on_complete` only increments counters and histograms (a few
-microseconds). `bind` gives the gateway its `GatewayMetrics` as
-`gateway.metrics` and the scrape callable as `gateway.metrics_text`, which the
-HTTP frontend serves at `/metrics` (bearer token required, like every route).
+microseconds). Its `GatewayMetrics` is built before the stages
+(`metrics_from`, `Components.metrics`); the gateway's `metrics_text` is its
+scrape, which the HTTP frontend serves at `/metrics` (bearer token required,
+like every route).
 
 policy.yaml::
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpwall.metrics import GatewayMetrics
 from mcpwall.pipeline import RequestContext, Stage
+from mcpwall.stages._components import Components
 from mcpwall.stages._kit import StageConfig, parse, stage_block
 
 if TYPE_CHECKING:
@@ -32,21 +34,26 @@ class MetricsConfig(StageConfig):
 class MetricsStage(Stage):
     name = "metrics"
 
-    def __init__(self) -> None:
-        self.metrics = GatewayMetrics()
+    def __init__(self, metrics: GatewayMetrics | None = None) -> None:
+        self.metrics = metrics if metrics is not None else GatewayMetrics()
 
     def bind(self, gateway: GatewayView) -> None:
-        self.metrics.gateway = gateway
-        gateway.metrics = self.metrics  # type: ignore[attr-defined]
-        gateway.metrics_text = self.metrics.render
+        self.metrics.gateway = gateway  # read at scrape time: stage timings, sessions, upstreams
 
     def on_complete(self, ctx: RequestContext) -> None:
         self.metrics.observe(ctx, time.perf_counter())
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> MetricsStage | None:
+def metrics_from(config: Mapping[str, Any]) -> GatewayMetrics | None:
+    """The gateway's Prometheus registry, unless `stages.metrics: false` (then no /metrics)."""
     cfg = parse(MetricsConfig, stage_block(config, "metrics"), "stages.metrics")
-    return MetricsStage() if cfg.enabled else None
+    return GatewayMetrics() if cfg.enabled else None
 
 
-__all__ = ["MetricsConfig", "MetricsStage", "build"]
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> MetricsStage | None:
+    metrics = components.metrics if components is not None else metrics_from(config)
+    return MetricsStage(metrics) if metrics is not None else None
+
+
+__all__ = ["MetricsConfig", "MetricsStage", "build", "metrics_from"]

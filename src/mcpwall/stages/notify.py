@@ -1,9 +1,10 @@
 """The notify stage: the gateway's human side - webhooks, approvals and the dashboard.
 
-- `bind` gives the gateway its approval service (`gateway.approvals`, which
-  the policy stage's `ask` waits on), its webhook sender
-  (`gateway.notifier`) and the dashboard app (`gateway.ui_app`, served by
-  the HTTP frontend under `/ui` and `/api/`).
+- The approval service (which the policy stage's `ask` waits on) and the
+  webhook sender are built before the stages from this module's blocks
+  (`approvals_from`, `notifier_from`: `stages/_components.py`); `bind`
+  listens to the approvals. The dashboard (`stages.notify.dashboard`) is a
+  service the app builder adds after the gateway (`mcpwall.dashboard`).
 - `on_complete` (an observer, last in the pipeline) turns a finished request
   into webhook events (`mcpwall.notify.events_for`) and queues them; it
   never waits for a delivery. A gateway without a ledger also hands tool
@@ -29,7 +30,7 @@ elicitation - off by default, since that client is the agent's own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -37,11 +38,10 @@ from pydantic import Field
 from mcpwall.approvals import Approvals
 from mcpwall.notify import Notifier, SenderOptions, ask_event, events_for
 from mcpwall.pipeline import RequestContext, Stage
+from mcpwall.stages._components import Components
 from mcpwall.stages._kit import StageConfig, parse, stage_block
-from mcpwall.stages.auth import AuthStage
 
 if TYPE_CHECKING:
-    from mcpwall.dashboard import Dashboard
     from mcpwall.pipeline import GatewayView
 
 log = logging.getLogger("mcpwall.notify")
@@ -70,21 +70,17 @@ class ApprovalsConfig(StageConfig):
 class NotifyStage(Stage):
     name = "notify"
 
-    def __init__(self, config: NotifyConfig | None = None, approvals: ApprovalsConfig | None = None,
-                 settings: Any = None) -> None:
+    def __init__(self, config: NotifyConfig | None = None, approvals: Approvals | None = None,
+                 notifier: Notifier | None = None, settings: Any = None) -> None:
         self.config = config or NotifyConfig()
-        a = approvals or ApprovalsConfig()
-        self.approvals = Approvals(via_elicitation=a.viaElicitation,
-                                   progress_interval_s=a.progressIntervalMs / 1000) if a.enabled else None
-        c = self.config
-        self.notifier = Notifier(SenderOptions(attempts=c.attempts, backoff_s=c.backoffMs / 1000,
-                                               max_backoff_s=c.maxBackoffMs / 1000, timeout_s=c.timeoutMs / 1000,
-                                               queue_size=c.queueSize))
+        #: the gateway's approval service and webhook sender (`build_components`: `approvals_from`,
+        #: `notifier_from`); this stage announces asks through them and stops the sender
+        self.approvals = approvals
+        self.notifier = notifier if notifier is not None else _notifier(self.config)
         self.settings = settings
-        if self.approvals is not None:
-            self.approvals.home = getattr(settings, "home", None)
         self.gateway: GatewayView | None = None
-        self.dashboard: Dashboard | None = None
+        #: told of every finished tools/call when no ledger records it (the dashboard's feed)
+        self.call_listeners: list[Callable[[RequestContext], None]] = []
         self._seen_pins: set[str] = set()
         self._wanted_for: Any = None
         self._wanted_set: frozenset[str] = frozenset()
@@ -93,20 +89,8 @@ class NotifyStage(Stage):
 
     def bind(self, gateway: GatewayView) -> None:
         self.gateway = gateway
-        gateway.notifier = self.notifier
         if self.approvals is not None:
-            self.approvals.bind(gateway)
             self.approvals.listeners.append(self._on_approval)
-        if self.config.dashboard:
-            from mcpwall.dashboard import GatewayConsole, create_app
-
-            auth = gateway.pipeline.find("auth")
-            if not isinstance(auth, AuthStage):
-                auth = AuthStage(insecure_no_auth=True)
-            self.dashboard = create_app(GatewayConsole(gateway), auth)
-            gateway.ui_app = self.dashboard
-            if self.approvals is not None:
-                self.approvals.listeners.append(self.dashboard.feed.approval_changed)
 
     def _dashboard_url(self) -> str | None:
         settings = self.settings
@@ -133,8 +117,9 @@ class NotifyStage(Stage):
 
     def on_complete(self, ctx: RequestContext) -> None:
         gateway = ctx.gateway
-        if self.dashboard is not None and ctx.method == "tools/call" and getattr(gateway, "ledger", None) is None:
-            self.dashboard.feed.record(ctx)
+        if ctx.method == "tools/call" and self.call_listeners and gateway.ledger is None:
+            for listener in self.call_listeners:
+                listener(ctx)
         webhooks = self._webhooks()
         if ctx.method in _LISTS:
             self._forget_settled_pins(ctx)
@@ -163,8 +148,6 @@ class NotifyStage(Stage):
         self._seen_pins &= still
 
     async def stop(self) -> None:
-        if self.dashboard is not None:
-            await self.dashboard.close()
         await self.notifier.close()
 
     def status(self) -> dict[str, Any]:
@@ -174,11 +157,36 @@ class NotifyStage(Stage):
         return out
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> NotifyStage:
+def _notifier(c: NotifyConfig) -> Notifier:
+    return Notifier(SenderOptions(attempts=c.attempts, backoff_s=c.backoffMs / 1000, max_backoff_s=c.maxBackoffMs / 1000,
+                                  timeout_s=c.timeoutMs / 1000, queue_size=c.queueSize))
+
+
+def notifier_from(config: Mapping[str, Any]) -> Notifier:
+    """The webhook sender `stages.notify` describes (built even with webhooks off: asks use it)."""
+    return _notifier(parse(NotifyConfig, stage_block(config, "notify"), "stages.notify"))
+
+
+def approvals_from(config: Mapping[str, Any], settings: Any = None) -> Approvals | None:
+    """The approval service `stages.approvals` describes; None when it is switched off."""
+    a = parse(ApprovalsConfig, stage_block(config, "approvals"), "stages.approvals")
+    if not a.enabled:
+        return None
+    approvals = Approvals(via_elicitation=a.viaElicitation, progress_interval_s=a.progressIntervalMs / 1000)
+    approvals.home = getattr(settings, "home", None)
+    return approvals
+
+
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> NotifyStage:
     """Always built: without webhooks it still carries the approvals and the dashboard."""
     notify = parse(NotifyConfig, stage_block(config, "notify"), "stages.notify")
-    approvals = parse(ApprovalsConfig, stage_block(config, "approvals"), "stages.approvals")
-    return NotifyStage(notify, approvals, settings)
+    if components is None:
+        return NotifyStage(notify, approvals_from(config, settings), None, settings)
+    stage = NotifyStage(notify, components.approvals, components.notifier, settings)
+    stage.call_listeners = components.call_listeners
+    return stage
 
 
-__all__ = ["MAX_SEEN_PINS", "ApprovalsConfig", "NotifyConfig", "NotifyStage", "build"]
+__all__ = ["MAX_SEEN_PINS", "ApprovalsConfig", "NotifyConfig", "NotifyStage", "approvals_from", "build",
+           "notifier_from"]

@@ -25,7 +25,7 @@ on. An added tool follows `onNew`: `warn` (the default: logged, recorded,
 shown by `pin --list` until accepted, usable), `block` (as a change under
 `onChange: block`), or `pin` (pinned on first sight, silently). Lists are checked when a
 client lists, when a server sends list_changed (the gateway refreshes its
-catalog, then calls `gateway.on_catalog_changed`), on a server restart, and
+catalog, then calls `Components.catalog_listeners`), on a server restart, and
 once when each server first becomes ready.
 
     stages:
@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mcpwall.errors import ConfigError
@@ -45,6 +45,7 @@ from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, Message
 from mcpwall.security._poisoning_chars import clean
 from mcpwall.security._poisoning_pins import KINDS, PinBook, PinChange, pin_key
+from mcpwall.stages._components import Components
 
 #: How long a call's pin check is reused for the same catalog entry.
 _RECHECK_S = 0.5
@@ -74,21 +75,6 @@ class PinStage(Stage):
 
     def bind(self, gateway: Any) -> None:
         self.gateway = gateway
-        previous: Callable[[Any], Any] | None = getattr(gateway, "on_catalog_changed", None)
-
-        def on_catalog_changed(upstream: Any) -> None:
-            try:
-                self.check_upstream(upstream)
-            finally:
-                if callable(previous):
-                    previous(upstream)
-
-        gateway.on_catalog_changed = on_catalog_changed
-        filters = getattr(gateway, "tool_filters", None)
-        if filters is None:
-            filters = []
-            gateway.tool_filters = filters
-        filters.append(self._visible)
 
     async def start(self) -> None:
         if self.gateway is not None:
@@ -258,7 +244,8 @@ def _catalog_item(upstream: Any, kind: str, name: str) -> dict[str, Any] | None:
     return item if isinstance(item, dict) else None
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> PinStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> PinStage | None:
     """`stages: {pins: {onChange: warn|block, onNew: pin|warn|block}}`; on unless `enabled: false`."""
     section = (config.get("stages") or {}).get("pins")
     if section is False or (isinstance(section, dict) and section.get("enabled") is False):
@@ -273,7 +260,11 @@ def build(config: Mapping[str, Any], settings: Any = None) -> PinStage | None:
     on_new = section.get("onNew", "warn")
     if on_new not in ("pin", "warn", "block"):
         raise ConfigError(f"stages.pins.onNew: {on_new!r} is not one of pin, warn, block")
-    return PinStage(on_change, on_new)
+    stage = PinStage(on_change, on_new)
+    if components is not None:
+        components.catalog_listeners.append(stage.check_upstream)  # a changed catalog is checked at once
+        components.tool_filters.append(stage._visible)  # a held change is not listed
+    return stage
 
 
 __all__ = ["KINDS", "PinStage", "build"]

@@ -5,9 +5,9 @@ called, against every tool every configured server offers (for collisions,
 look-alikes and shadowing). Each finding kind maps to an action:
 
 - `warn`: logged and recorded in the ledger notes; the tool stays usable.
-- `ask`: each call is held for a person (through `gateway.approvals`), denied
+- `ask`: each call is held for a person (through the approval service), denied
   when no approval channel runs.
-- `block` / `hide`: the tool is not listed (`gateway.tool_filters`) and a call
+- `block` / `hide`: the tool is not listed (`Components.tool_filters`) and a call
   to it is denied (-32001). A poisoned description does its harm when it is
   *listed* (the client pastes it into the model's context), so hiding is the
   defence; the two names are synonyms.
@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 
 from mcpwall.errors import ConfigError
-from mcpwall.pipeline import Reject, RequestContext, Stage
+from mcpwall.pipeline import Holder, Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.protocol.naming import resource_owner, split
 from mcpwall.security import poisoning as _scan
@@ -53,6 +53,7 @@ from mcpwall.security.poisoning import (
     scan_result,
     scan_tool,
 )
+from mcpwall.stages._components import Components
 
 log = logging.getLogger("mcpwall.poisoning")
 
@@ -138,8 +139,10 @@ class Verdict:
 class PoisoningStage(Stage):
     name = "poisoning"
 
-    def __init__(self, config: PoisoningConfig) -> None:
+    def __init__(self, config: PoisoningConfig, approvals: Holder | None = None) -> None:
         self.config = config
+        #: the approval service that holds an `ask` (`Components.approvals`); None: asks are denied
+        self.approvals = approvals
         self._cache: dict[tuple[str, ...], Verdict] = {}
         self._warned: set[tuple[str, ...]] = set()
         self._index: tuple[str, PeerIndex] | None = None
@@ -153,11 +156,6 @@ class PoisoningStage(Stage):
 
     def bind(self, gateway: Any) -> None:
         self.gateway = gateway
-        filters = getattr(gateway, "tool_filters", None)
-        if filters is None:
-            filters = []
-            gateway.tool_filters = filters
-        filters.append(self._visible)
 
     def _enforcing(self) -> bool:
         return self.gateway is None or self.gateway.policy.current.mode != "audit"
@@ -287,7 +285,7 @@ class PoisoningStage(Stage):
         data = {"reasons": verdict.reasons(), "rule_ids": [f"poisoning:{f.kind}" for f in verdict.findings],
                 "findings": [f.as_dict() for f in verdict.findings]}
         if verdict.action == "ask":
-            approvals = getattr(ctx.gateway, "approvals", None)
+            approvals = self.approvals
             if approvals is not None:
                 held: Reject | None = await approvals.hold(ctx, _ask_decision(ctx, verdict))
                 return held
@@ -412,14 +410,19 @@ def _ask_decision(ctx: RequestContext, verdict: Verdict) -> Any:
                     enforced_action="ask", revision=policy.revision, timeout_ms=policy.default_timeout_ms)
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> PoisoningStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> PoisoningStage | None:
     """`stages: {poisoning: {...}}`; on unless `enabled: false`."""
     section = (config.get("stages") or {}).get("poisoning")
     if section is False or (isinstance(section, dict) and section.get("enabled") is False):
         return None
     if section is not None and not isinstance(section, dict | bool):
         raise ConfigError("stages.poisoning: expected a mapping")
-    return PoisoningStage(PoisoningConfig(section if isinstance(section, dict) else {}))
+    stage = PoisoningStage(PoisoningConfig(section if isinstance(section, dict) else {}),
+                           components.approvals if components is not None else None)
+    if components is not None:
+        components.tool_filters.append(stage._visible)  # a poisoned definition is not listed
+    return stage
 
 
 __all__ = ["DEFAULT_ACTIONS", "DEFINITION_ACTIONS", "RESULT_ACTIONS", "PoisoningConfig", "PoisoningStage", "Verdict",

@@ -2,7 +2,7 @@
 
 deny -> BLOCKED (-32001) with the reasons and rule ids in `error.data`; the
 upstream never sees the call. ask -> held until a person answers (through
-`gateway.approvals`, when the approval service is running), denied otherwise.
+the approval service, when it is running), denied otherwise.
 redact -> the named argument keys are removed before forwarding. rewrite ->
 arguments replaced by the rule's template. warn -> logged, allowed.
 """
@@ -14,10 +14,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mcpwall.pipeline import Reject, RequestContext, Stage
+from mcpwall.pipeline import Holder, Reject, RequestContext, Stage
 from mcpwall.policy import Call, Context, Decision, evaluate, local_now, prepare, redact_arguments
 from mcpwall.protocol import ErrorCode
 from mcpwall.security.hooks import run_hooks
+from mcpwall.stages._components import Components
 
 log = logging.getLogger("mcpwall.policy")
 
@@ -75,8 +76,10 @@ def _error_data(decision: Decision) -> dict[str, Any]:
 class PolicyStage(Stage):
     name = "policy"
 
-    def __init__(self) -> None:
+    def __init__(self, approvals: Holder | None = None) -> None:
         self.counts: dict[str, int] = {}
+        #: the approval service that holds an `ask` (`Components.approvals`); None: asks are denied
+        self.approvals = approvals
 
     async def on_request(self, ctx: RequestContext) -> Reject | None:
         completion = ctx.method == "completion/complete"
@@ -155,7 +158,7 @@ class PolicyStage(Stage):
 
     async def _ask(self, ctx: RequestContext, decision: Decision) -> Reject | None:
         """Hold the call for a person; None lets it run."""
-        approvals = getattr(ctx.gateway, "approvals", None)
+        approvals = self.approvals
         if approvals is None:
             return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: this call needs approval and no approval "
                           "channel is running", {**_error_data(decision), "approval": "unavailable"},
@@ -167,8 +170,9 @@ class PolicyStage(Stage):
         return {"decisions": dict(self.counts)}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> PolicyStage:
-    return PolicyStage()
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> PolicyStage:
+    return PolicyStage(components.approvals if components is not None else None)
 
 
 __all__ = ["POLICED", "PolicyStage", "build", "call_for", "render"]

@@ -12,6 +12,7 @@ from typing import Any
 
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
+from mcpwall.stages._components import Components
 
 _BEFORE_INIT = frozenset({"initialize", "ping", "server/discover"})
 
@@ -45,7 +46,8 @@ class ProtocolStage(Stage):
         return {"invalid": self.invalid}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> ProtocolStage:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> ProtocolStage:
     return ProtocolStage()
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
 from mcpwall.shared import SharedRate
+from mcpwall.stages._components import Components
 
 DEFAULT_PER_MINUTE = 6000
 
@@ -106,7 +107,8 @@ class RateLimitStage(Stage):
         return out
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> RateLimitStage:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> RateLimitStage:
     """`stages: {ratelimit: {requestsPerMinute: N}}` in policy.yaml; 0 switches it off."""
     section = (config.get("stages") or {}).get("ratelimit") or {}
     url = (getattr(settings, "extras", None) or {}).get("state_url")

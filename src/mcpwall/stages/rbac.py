@@ -11,7 +11,7 @@ annotates `readOnlyHint: true` (annotations are pinned, so a server cannot
 flip them unnoticed), prompts and resources.
 
 The same decision filters the lists: a client sees in tools/list exactly
-the tools it may call (`gateway.tool_filters`), and a call to any other is
+the tools it may call (`Components.tool_filters`), and a call to any other is
 denied (-32001). RBAC is off when policy.yaml has no `rbac:` section, and
 fails closed when it has one that cannot be loaded: every call is denied and
 every list is empty until the files are fixed (a later bad edit keeps the
@@ -36,6 +36,7 @@ from mcpwall.errors import ConfigError
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
 from mcpwall.protocol.naming import qualify
+from mcpwall.stages._components import Components
 
 log = logging.getLogger("mcpwall.rbac")
 
@@ -152,11 +153,7 @@ class RbacStage(Stage):
         return any(self._enforce(subject, obj, act) for obj in objects for act in acts)
 
     def bind(self, gateway: Any) -> None:
-        filters = getattr(gateway, "tool_filters", None)
-        if filters is None:
-            filters = []
-            gateway.tool_filters = filters
-        filters.append(self._visible)
+        return None
 
     def _visible(self, ctx: RequestContext, key: str, server: str, name: str, item: Any) -> bool:
         kind = _FILTER_KINDS.get(key)
@@ -210,7 +207,8 @@ def _base_dir(settings: Any) -> Path:
     return Path.cwd()
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> RbacStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> RbacStage | None:
     """On when policy.yaml has an `rbac:` section (`rbac: true` for the default file names)."""
     section = config.get("rbac")
     if section is None or section is False:
@@ -227,7 +225,10 @@ def build(config: Mapping[str, Any], settings: Any = None) -> RbacStage | None:
     base = _base_dir(settings)
     model = base / Path(str(section.get("model", MODEL_FILE))).expanduser()
     policy = base / Path(str(section.get("policy", POLICY_FILE))).expanduser()
-    return RbacStage(model, policy, str(section.get("defaultSubject") or DEFAULT_SUBJECT))
+    stage = RbacStage(model, policy, str(section.get("defaultSubject") or DEFAULT_SUBJECT))
+    if components is not None:
+        components.tool_filters.append(stage._visible)  # lists show only what the caller may call
+    return stage
 
 
 __all__ = ["DEFAULT_SUBJECT", "MODEL_FILE", "POLICY_FILE", "RbacStage", "build"]

@@ -14,6 +14,7 @@ from mcpwall.pipeline import RequestContext, Stage
 from mcpwall.policy import Context, evaluate_response, local_now, prepare, redact_text
 from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.security.hooks import _map_strings, run_hooks
+from mcpwall.stages._components import Components
 from mcpwall.stages.policy import call_for, render
 
 log = logging.getLogger("mcpwall.policy")
@@ -79,7 +80,8 @@ def _rewritten(template: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": filled if isinstance(filled, str) else str(filled)}]}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> ResponseRulesStage:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> ResponseRulesStage:
     return ResponseRulesStage()
 
 

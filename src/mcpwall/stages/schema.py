@@ -30,6 +30,7 @@ from pydantic import Field
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
 from mcpwall.security.schema import SchemaCache, path_violations
+from mcpwall.stages._components import Components
 from mcpwall.stages._kit import StageConfig, arguments, enforce, parse, stage_block
 
 log = logging.getLogger("mcpwall.schema")
@@ -104,7 +105,8 @@ class SchemaStage(Stage):
                 "validators": self.cache.compiled, "unusable_schemas": dict(self.cache.unusable)}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> SchemaStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> SchemaStage | None:
     cfg = parse(SchemaConfig, stage_block(config, "schema"), "stages.schema")
     return SchemaStage(cfg) if cfg.enabled else None
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
 from mcpwall.security.selfguard import RULE_ID, Finding, ProtectedSet, mutates
+from mcpwall.stages._components import Components
 
 if TYPE_CHECKING:
     from mcpwall.pipeline import GatewayView
@@ -213,7 +214,8 @@ class SelfGuardStage(Stage):
                 "protected_files": len(self.guard.files)}
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> SelfGuardStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> SelfGuardStage | None:
     """On in every gateway (there is no option to switch it off); None without a home (unit tests)."""
     home = getattr(settings, "home", None)
     if home is None:

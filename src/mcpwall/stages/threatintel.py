@@ -39,6 +39,7 @@ from mcpwall.security.threatintel import (
     auth_key_from_env,
     extract,
 )
+from mcpwall.stages._components import Components
 from mcpwall.stages._kit import StageConfig, enforce, parse, stage_block
 
 log = logging.getLogger("mcpwall.threatintel")
@@ -136,7 +137,8 @@ class ThreatIntelStage(Stage):
         return out
 
 
-def build(config: Mapping[str, Any], settings: Any = None) -> ThreatIntelStage | None:
+def build(config: Mapping[str, Any], settings: Any = None,
+          components: Components | None = None) -> ThreatIntelStage | None:
     cfg = parse(ThreatIntelConfig, stage_block(config, "threatintel"), "stages.threatintel")
     if not cfg.enabled:
         return None

@@ -1,0 +1,164 @@
+"""Routing a client's request: which upstream it goes to, under which name, and the forward.
+
+`route` resolves the server and the name the upstream knows the target by
+(`server__tool` on an aggregated session, the URI's owner for resources);
+`dispatch` answers locally (`_local.py`) or forwards; `forward` sends the
+request upstream with the gateway's own id, its timeout and circuit breaker,
+and returns the answer under the client's id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from mcpwall.pipeline import Session
+from mcpwall.protocol import ErrorCode, Message, ProtocolError, RequestId
+from mcpwall.protocol.naming import resource_owner, split
+from mcpwall.proxy._local import ALWAYS_LOCAL, LOCAL
+from mcpwall.proxy._server_messages import CLIENT_CAPABILITIES_META
+from mcpwall.proxy._upstream import UpstreamError, UpstreamServer
+from mcpwall.stages import RequestContext
+
+if TYPE_CHECKING:
+    from mcpwall.proxy._gateway import Gateway
+
+#: Methods routed to the upstream that owns the named tool, prompt or resource.
+ROUTED = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe",
+                    "resources/unsubscribe", "completion/complete"})
+
+
+class Router:
+    """One gateway's request routing (`Gateway._request` calls `route`, then the pipeline `dispatch`)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+
+    def route(self, ctx: RequestContext) -> None:
+        """Resolve which upstream a request goes to, and the name it knows the target by."""
+        session, method, params = ctx.session, ctx.method, ctx.params
+        if method == "logging/setLevel":
+            # Remembered for every session, forwarded or answered here: the server's unsolicited log
+            # lines go to the sessions that asked for logs (on_upstream_notification).
+            level = params.get("level")
+            session.log_level = str(level) if level else None
+        if method.startswith("notifications/"):
+            # A notification's name sent as a request would reach the server as one (roots/list_changed
+            # with an id): what the gateway does with a client's notifications applies to it either way.
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, f"{method} is a notification: it takes no id", ctx.id)
+        if method not in ROUTED:
+            ctx.server = session.server if method not in ALWAYS_LOCAL else None
+            return
+        if method in ("tools/call", "prompts/get"):
+            name = params.get("name")
+            if not isinstance(name, str) or not name:
+                raise ProtocolError(ErrorCode.INVALID_PARAMS, f"{method} needs a string 'name'", ctx.id)
+            ctx.server, ctx.target = self._split(session, name, ctx.id)
+        elif method == "completion/complete":
+            given = params.get("ref")
+            ref: dict[str, Any] = given if isinstance(given, dict) else {}
+            if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+                ctx.server, ctx.target = self._split(session, ref["name"], ctx.id)
+            elif isinstance(ref.get("uri"), str):
+                ctx.target = ref["uri"]
+                ctx.server = session.server or resource_owner(ref["uri"], self.gw.servers)
+            else:
+                ctx.server = session.server
+            if ctx.server is None:
+                raise ProtocolError(ErrorCode.INVALID_PARAMS, "completion reference matches no server", ctx.id)
+        else:
+            uri = params.get("uri")
+            if not isinstance(uri, str) or not uri:
+                raise ProtocolError(ErrorCode.INVALID_PARAMS, f"{method} needs a string 'uri'", ctx.id)
+            ctx.target = uri
+            ctx.server = session.server or resource_owner(uri, self.gw.servers)
+            if ctx.server is None:
+                raise ProtocolError(ErrorCode.INVALID_PARAMS, f"no server offers resource {uri!r}", ctx.id,
+                                    {"uri": uri})
+        if ctx.server not in self.gw.servers:
+            raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {ctx.server!r}", ctx.id)
+
+    def _split(self, session: Session, name: str, rid: RequestId) -> tuple[str, str]:
+        if session.server is not None:
+            return session.server, name
+        parts = split(name)
+        if parts is None:
+            raise ProtocolError(ErrorCode.INVALID_PARAMS,
+                                f"{name!r} is not a server__name; this endpoint aggregates several servers", rid)
+        if parts[0] not in self.gw.servers:
+            raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {parts[0]!r}", rid)
+        return parts
+
+    async def dispatch(self, ctx: RequestContext) -> Message | None:
+        local = LOCAL.get(ctx.method)
+        if local is not None and (ctx.session.aggregated or ctx.method in ALWAYS_LOCAL):
+            return await local(self.gw, ctx)
+        if ctx.server is None:
+            if local is not None:
+                return await local(self.gw, ctx)
+            raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {ctx.method}", ctx.id)
+        return await self.forward(ctx)
+
+    async def forward(self, ctx: RequestContext, params: dict[str, Any] | None = None) -> Message | None:
+        """Send the request to its upstream and return the answer under the client's id."""
+        assert ctx.server is not None
+        upstream = self.gw.servers[ctx.server]
+        breaker = upstream.breaker
+        timeout = (ctx.timeout_ms or self.gw.policy.current.default_timeout_ms) / 1000
+        if upstream.state != "ready" and not await upstream.wait_ready(min(self.gw.options.ready_timeout_s, timeout)):
+            if upstream.state != "starting":
+                breaker.failure()  # a server that is not there fails fast once its circuit opens
+            raise UpstreamError(f"upstream {upstream.name!r} is not available ({upstream.state}: "
+                                f"{upstream.last_error})", "unavailable")
+        if params is None:
+            params = ctx.params
+            if ctx.method in ("tools/call", "prompts/get") and params.get("name") != ctx.target:
+                params = {**params, "name": ctx.target}
+            elif ctx.method == "completion/complete" and ctx.session.aggregated:
+                ref = params.get("ref")
+                if isinstance(ref, dict) and ref.get("type") == "ref/prompt":
+                    params = {**params, "ref": {**ref, "name": ctx.target}}
+        meta = params.get("_meta")
+        if meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
+            params = self.gw.messages.own_capabilities(upstream.name, params)
+        inflight = ctx.session.inflight.get(ctx.id)
+        try:
+            response = await upstream.request(ctx.method, params, timeout=timeout, session_id=ctx.session.id,
+                                              downstream_id=ctx.id, emit=ctx.emit,
+                                              on_sent=(lambda uid: setattr(inflight, "upstream_id", uid))
+                                              if inflight else None)
+        except UpstreamError as exc:
+            # A crash is counted once, when the connection is lost (UpstreamServer._on_closed),
+            # not once more for every call that was in flight; a shutdown is no failure.
+            if exc.reason not in ("exited", "stopped"):
+                breaker.failure()
+            raise
+        except asyncio.CancelledError:
+            if inflight is not None and inflight.upstream_id is not None:
+                self.gw.spawn(upstream.cancel(inflight.upstream_id, "client cancelled"))
+            raise
+        breaker.success()
+        response = dict(response)
+        response["id"] = ctx.id
+        if "result" in response:
+            self._after_forward(ctx, upstream, response)
+        return response
+
+    def _after_forward(self, ctx: RequestContext, upstream: UpstreamServer, response: Message) -> None:
+        """Keep the catalog and subscriptions in step with what passed through."""
+        body = response["result"]
+        if not isinstance(body, dict):
+            return
+        if ctx.method == "tools/list" and isinstance(body.get("tools"), list):
+            upstream.catalog.tools.update({t["name"]: t for t in body["tools"]
+                                           if isinstance(t, dict) and isinstance(t.get("name"), str)})
+        elif ctx.method == "prompts/list" and isinstance(body.get("prompts"), list):
+            upstream.catalog.prompts.update({p["name"]: p for p in body["prompts"]
+                                             if isinstance(p, dict) and isinstance(p.get("name"), str)})
+        elif ctx.method == "resources/subscribe":
+            ctx.session.subscriptions.add(ctx.target)
+        elif ctx.method == "resources/unsubscribe":
+            ctx.session.subscriptions.discard(ctx.target)
+
+
+__all__ = ["ROUTED", "Router"]
