@@ -13,8 +13,8 @@ import pytest
 from mcpwall.errors import ConfigError
 from mcpwall.pipeline import Session
 from mcpwall.protocol import ErrorCode
+from mcpwall.proxy._breaker import CircuitBreaker
 from mcpwall.proxy._pipeline import Pipeline
-from mcpwall.proxy._upstream import CircuitBreaker
 from mcpwall.stages import AuthStage, ProtocolStage, RateLimitStage, Reject, RequestContext, Stage
 from tests.harness import context
 

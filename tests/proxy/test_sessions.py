@@ -20,8 +20,9 @@ from tests.proxy.harness import EVERYTHING, MEMORY, PERMISSIVE, script_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INIT: dict[str, Any] = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                   "clientInfo": {"name": "t", "version": "1"}}}
 
 
 def make(tmp_path: Path, servers: dict[str, dict[str, Any]]) -> Any:
@@ -214,6 +215,7 @@ async def test_a_server_that_hangs_on_lists_delays_the_merged_list_only_up_to_th
         for i in range(7):
             started = asyncio.get_running_loop().time()
             answer = await gw.handle_request(s, {"jsonrpc": "2.0", "id": i, "method": "tools/list"})
+            assert answer is not None
             took.append(asyncio.get_running_loop().time() - started)
             names = {t["name"] for t in answer["result"]["tools"]}
             assert "memory__read_graph" in names
@@ -226,7 +228,7 @@ async def test_a_server_that_hangs_on_lists_delays_the_merged_list_only_up_to_th
 
 
 async def test_server_messages_while_only_the_gateway_itself_waits_or_for_a_closed_session(tmp_path: Path) -> None:
-    from mcpwall.proxy._upstream import Pending
+    from mcpwall.proxy._requests import Pending
 
     built = make(tmp_path, {"m": script_server("misbehave", "ok")})
     gw = built.gateway

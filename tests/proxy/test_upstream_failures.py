@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from mcpwall.proxy._upstream import CircuitBreaker
+from mcpwall.proxy._breaker import CircuitBreaker
 from tests.harness import build_gateway
 from tests.proxy.harness import MCPWALL, PERMISSIVE, script_server, write_servers
 

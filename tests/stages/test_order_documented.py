@@ -18,7 +18,7 @@ import pytest
 
 import mcpwall.stages
 from mcpwall.pipeline import Stage
-from mcpwall.stages import STAGE_ORDER, AuthStage
+from mcpwall.stages import STAGE_ORDER
 
 ROOT = Path(__file__).resolve().parents[2]
 #: hook -> the label the documents use for it
@@ -28,8 +28,6 @@ NAMES = [name for name, _ in STAGE_ORDER]
 
 
 def _stage_class(name: str, module: str) -> type[Stage]:
-    if name == "auth":
-        return AuthStage
     found = [c for c in vars(importlib.import_module(module)).values()
              if inspect.isclass(c) and issubclass(c, Stage) and c.__module__ == module and c.name == name]
     assert len(found) == 1, f"{module} should define one stage class named {name!r}"
@@ -60,7 +58,7 @@ def _sections(text: str, start: str, stop: str) -> dict[str, str]:
 
 def _docstring_sections() -> dict[str, str]:
     doc = mcpwall.stages.__doc__ or ""
-    return _sections(doc, "- request", "`auth` (the frontends'")
+    return _sections(doc, "- request", "`capture` (a tap")
 
 
 def _diagram_sections() -> dict[str, str]:

@@ -59,7 +59,7 @@ class AdminApi:
         if scope["type"] != "http":
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        auth = self.gateway.pipeline.find("auth")
+        auth = self.gateway.service("auth")
         if not isinstance(auth, AuthStage):
             await _json(send, 503, {"error": "the gateway has no authentication stage"})
             return

@@ -66,7 +66,7 @@ def load_checked_engine(path: Path | None) -> Any:
         # checked, not opened: a decision needs no ledger (and a PostgreSQL one may not be reachable)
         sections["ledger"] = {k: v for k, v in sections["ledger"].items() if k != "url"}
     try:
-        default_stages(None, sections, None)  # no settings: nothing is opened or started
+        default_stages(sections, None)  # no settings: nothing is opened or started
     except ConfigError as exc:
         located = locate_section(source.files, str(exc))
         raise located or exc from exc

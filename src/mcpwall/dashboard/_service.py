@@ -26,7 +26,7 @@ class DashboardService:
     name = "dashboard"
 
     def __init__(self, gateway: Gateway) -> None:
-        auth = gateway.pipeline.find("auth")
+        auth = gateway.service("auth")
         self.app: Dashboard = create_app(GatewayConsole(gateway), auth if isinstance(auth, AuthStage)
                                          else AuthStage(insecure_no_auth=True))
         parts = gateway.components

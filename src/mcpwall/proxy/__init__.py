@@ -30,11 +30,13 @@ from mcpwall.proxy._app import (
     serve_http,
     serve_stdio,
 )
+from mcpwall.proxy._breaker import CircuitBreaker
 from mcpwall.proxy._gateway import Emit, Gateway, GatewayOptions
 from mcpwall.proxy._http import HttpFrontend
+from mcpwall.proxy._requests import UpstreamError
 from mcpwall.proxy._servers import load_servers_file, spec_from_entry
 from mcpwall.proxy._stdio import StdioFrontend
-from mcpwall.proxy._upstream import CircuitBreaker, UpstreamError, UpstreamServer
+from mcpwall.proxy._upstream import UpstreamServer
 
 __all__ = [
     "SERVICES",

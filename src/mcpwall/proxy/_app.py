@@ -110,8 +110,9 @@ def build(settings: GatewaySettings, extra_stages: Sequence[Stage] = ()) -> Buil
         # The shared parts first (ledger, durable state, approvals, webhooks, metrics), then the
         # stages over them, then the gateway, then the services (admin API, frame listener...).
         components = build_components(sections, settings, _shared_state(settings))
-        stages = [*default_stages(auth, sections, settings, components), *extra_stages]
+        stages = [*default_stages(sections, settings, components), *extra_stages]
         gateway = Gateway(servers, store, stages, GatewayOptions(**settings.options), components)
+        gateway.add_service(auth)  # the frontends' door check; in /health beside the stages
         for factory in SERVICES:
             service = factory(settings, gateway)
             if service is not None:

@@ -40,10 +40,11 @@ from mcpwall.protocol import (
 from mcpwall.proxy._aggregate import collisions
 from mcpwall.proxy._pipeline import Pipeline
 from mcpwall.proxy._refusals import Refusals
+from mcpwall.proxy._requests import Pending
 from mcpwall.proxy._routing import ROUTED, Router
 from mcpwall.proxy._server_messages import CLIENT_NOTIFICATIONS, ServerMessages
 from mcpwall.proxy._server_traffic import ServerTraffic
-from mcpwall.proxy._upstream import Pending, UpstreamServer
+from mcpwall.proxy._upstream import UpstreamServer
 from mcpwall.stages import Components, RequestContext, Stage
 from mcpwall.state import StateStore
 

@@ -18,7 +18,8 @@ from mcpwall import __version__
 from mcpwall.pipeline import keep_capabilities
 from mcpwall.protocol import LATEST_VERSION, SUPPORTED_VERSIONS, ErrorCode, Message, error, result
 from mcpwall.protocol.naming import qualify
-from mcpwall.proxy._upstream import UpstreamError, UpstreamServer
+from mcpwall.proxy._requests import UpstreamError
+from mcpwall.proxy._upstream import UpstreamServer
 from mcpwall.stages import RequestContext
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ async def _list(gw: Gateway, ctx: RequestContext) -> Message:
         else:
             alive = False
             try:
-                items = await s._list_all(ctx.method, key, timeout)
+                items = await s.list_all(ctx.method, key, timeout)
                 alive = True
             except UpstreamError as exc:
                 alive = exc.reason == "error"  # an error answer is an answer; silence or a crash is not

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from mcpwall.ledger import LedgerUnavailable
 from mcpwall.pipeline import Session
 from mcpwall.protocol import ErrorCode, Message, ProtocolError, error
-from mcpwall.proxy._upstream import UpstreamError
+from mcpwall.proxy._requests import UpstreamError
 from mcpwall.shared import StateUnavailable
 from mcpwall.stages import Reject, RequestContext, Stage
 

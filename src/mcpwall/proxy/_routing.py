@@ -16,8 +16,9 @@ from mcpwall.pipeline import Session
 from mcpwall.protocol import ErrorCode, Message, ProtocolError, RequestId
 from mcpwall.protocol.naming import resource_owner, split
 from mcpwall.proxy._local import ALWAYS_LOCAL, LOCAL
+from mcpwall.proxy._requests import UpstreamError
 from mcpwall.proxy._server_messages import CLIENT_CAPABILITIES_META
-from mcpwall.proxy._upstream import UpstreamError, UpstreamServer
+from mcpwall.proxy._upstream import UpstreamServer
 from mcpwall.stages import RequestContext
 
 if TYPE_CHECKING:

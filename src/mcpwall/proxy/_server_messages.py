@@ -42,7 +42,8 @@ from mcpwall.stages.dlp import SCANNED
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
-    from mcpwall.proxy._upstream import Pending, UpstreamServer
+    from mcpwall.proxy._requests import Pending
+    from mcpwall.proxy._upstream import UpstreamServer
 
 log = logging.getLogger("mcpwall.gateway")
 

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcpwall.pipeline import Emit, ServerRequest, Session
 from mcpwall.protocol import ErrorCode, Message, error, notification, result
-from mcpwall.proxy._upstream import Pending, UpstreamError, UpstreamServer
+from mcpwall.proxy._requests import Pending, UpstreamError
+from mcpwall.proxy._upstream import UpstreamServer
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway

@@ -20,13 +20,14 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcpwall import __version__
-from mcpwall.errors import InternalError
 from mcpwall.policy import ServerSpec
-from mcpwall.protocol import LATEST_VERSION, ErrorCode, Message, RequestId, error, notification
+from mcpwall.protocol import LATEST_VERSION, Message, RequestId, notification
+from mcpwall.proxy._breaker import BREAKER_OPEN_S, CircuitBreaker
+from mcpwall.proxy._catalog import Catalog, fetch_catalog, list_pages
+from mcpwall.proxy._requests import Pending, UpstreamError, expire, settled
 from mcpwall.transports import SseTransport, StreamableHttpTransport, Transport, TransportError, transport_for
 
 if TYPE_CHECKING:
@@ -36,102 +37,11 @@ log = logging.getLogger("mcpwall.upstream")
 
 MAX_RESTARTS = 5
 INIT_TIMEOUT_S = 90.0
-LIST_PAGES = 50
-BREAKER_THRESHOLD = 5
-BREAKER_OPEN_S = 30.0
-#: A half-open probe not settled within the longest request timeout (300 s) is presumed lost.
-PROBE_LEASE_S = 310.0
 #: An HTTP upstream may never answer a call it was told to cancel: after its timeout and this margin it
 #: is presumed ended (a stdio one runs until it answers or exits; issue 22, the policy reload hold).
 UNANSWERED_MARGIN_S = 60.0
 #: Calls given up on but not answered that are remembered one by one; beyond, the server as a whole.
 MAX_UNANSWERED = 1024
-
-
-class UpstreamError(InternalError):
-    """A request could not be answered by the upstream; carries the JSON-RPC error data."""
-
-    def __init__(self, message: str, reason: str, code: int = ErrorCode.UPSTREAM_ERROR) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.code = code
-
-
-class CircuitBreaker:
-    """Closed -> open after N consecutive failures -> half-open probe after a pause."""
-
-    def __init__(self, threshold: int = BREAKER_THRESHOLD, open_seconds: float = BREAKER_OPEN_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.threshold = threshold
-        self.open_seconds = open_seconds
-        self._clock = clock
-        self.failures = 0
-        self.opened_at: float | None = None
-        #: when the half-open probe was let through (None: no probe out)
-        self._probing: float | None = None
-
-    @property
-    def state(self) -> str:
-        if self.opened_at is None:
-            return "closed"
-        return "half-open" if self._clock() - self.opened_at >= self.open_seconds else "open"
-
-    @property
-    def probing(self) -> bool:
-        return self._probing is not None
-
-    def allow(self) -> bool:
-        """Whether a request may go to the server now; in half-open state, the one probe takes it.
-
-        A probe that never reaches the server (a later stage refused it, the client cancelled it)
-        must be given back with `release`, else the circuit would stay open for good. As a
-        backstop, a probe not settled within the longest request timeout is presumed lost.
-        """
-        state = self.state
-        if state == "closed":
-            return True
-        if state == "half-open" and (self._probing is None or self._clock() - self._probing > PROBE_LEASE_S):
-            self._probing = self._clock()
-            return True
-        return False
-
-    def release(self) -> None:
-        """The probe ended without a verdict on the server: let the next request probe."""
-        self._probing = None
-
-    def success(self) -> None:
-        self.failures = 0
-        self.opened_at = None
-        self._probing = None
-
-    def failure(self) -> None:
-        self.failures += 1
-        if self._probing is not None or self.failures >= self.threshold:
-            self.opened_at = self._clock()
-        self._probing = None
-
-
-@dataclass(slots=True)
-class Pending:
-    """A request we sent upstream and are waiting on."""
-
-    future: asyncio.Future[Message]
-    method: str
-    session_id: str | None
-    downstream_id: RequestId | None
-    progress_token: Any = None
-    emit: Any = None
-    timeout: float = 0.0
-
-
-@dataclass
-class Catalog:
-    """What the upstream offers, as of its last list answers."""
-
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
-    resources: list[dict[str, Any]] = field(default_factory=list)
-    templates: list[dict[str, Any]] = field(default_factory=list)
-    prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class UpstreamServer:
@@ -369,7 +279,7 @@ class UpstreamServer:
         self.pending[uid] = entry
         # A timer on the future itself: `asyncio.wait_for` costs a waiter future and two
         # callbacks more per call, on the path every proxied request takes.
-        timer = loop.call_later(timeout, _expire, entry.future)
+        timer = loop.call_later(timeout, expire, entry.future)
         try:
             await transport.send(message)
             return await entry.future
@@ -384,7 +294,7 @@ class UpstreamServer:
             self.pending.pop(uid, None)
             if entry.progress_token is not None:
                 self.progress.pop(f"mcpwall-{uid}", None)
-            if method == "tools/call" and not _settled(entry.future):
+            if method == "tools/call" and not settled(entry.future):
                 self._given_up(uid, entry, params)
 
     async def cancel(self, uid: RequestId, reason: str) -> None:
@@ -459,32 +369,11 @@ class UpstreamServer:
 
     async def refresh_catalog(self) -> None:
         """Fetch tools, resources, templates and prompts (every page) the server offers."""
-        caps = self.capabilities
-        catalog = Catalog()
-        if "tools" in caps:
-            catalog.tools = {t["name"]: t for t in await self._list_all("tools/list", "tools")
-                             if isinstance(t.get("name"), str)}
-        if "resources" in caps:
-            catalog.resources = await self._list_all("resources/list", "resources")
-            with contextlib.suppress(UpstreamError):
-                catalog.templates = await self._list_all("resources/templates/list", "resourceTemplates")
-        if "prompts" in caps:
-            catalog.prompts = {p["name"]: p for p in await self._list_all("prompts/list", "prompts")
-                               if isinstance(p.get("name"), str)}
-        self.catalog = catalog
+        self.catalog = await fetch_catalog(self._call, self.capabilities)
 
-    async def _list_all(self, method: str, key: str, timeout: float = 30.0) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        cursor = None
-        for _ in range(LIST_PAGES):
-            result = await self._call(method, {"cursor": cursor} if cursor else {}, timeout=timeout)
-            page = result.get(key)
-            if isinstance(page, list):
-                items += [i for i in page if isinstance(i, dict)]
-            cursor = result.get("nextCursor")
-            if not cursor:
-                break
-        return items
+    async def list_all(self, method: str, key: str, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """Every page of one list (`tools/list`...), the items under `key`."""
+        return await list_pages(self._call, method, key, timeout)
 
     def status(self) -> dict[str, Any]:
         return {
@@ -503,22 +392,4 @@ class UpstreamServer:
         }
 
 
-def upstream_error_response(request_id: RequestId, exc: UpstreamError, server: str) -> Message:
-    return error(request_id, exc.code, str(exc), {"server": server, "reason": exc.reason})
-
-
-def _settled(future: asyncio.Future[Message]) -> bool:
-    """Answered by the server, or failed because it went away (not: cancelled, timed out, unsent)."""
-    if not future.done() or future.cancelled():
-        return False
-    exc = future.exception()
-    return exc is None or isinstance(exc, UpstreamError)
-
-
-def _expire(future: asyncio.Future[Message]) -> None:
-    if not future.done():
-        future.set_exception(TimeoutError())
-
-
-__all__ = ["MAX_RESTARTS", "CircuitBreaker", "Pending", "UpstreamError", "UpstreamServer",
-           "upstream_error_response"]
+__all__ = ["MAX_RESTARTS", "UpstreamServer"]

@@ -16,8 +16,10 @@ in docs/ARCHITECTURE.md against the classes):
 - client answer (`on_client_answer`, a client's answer to a server's
   request): honeytoken_tripwire, dlp.
 
-`auth` (the frontends' `admit`) and `capture` (a tap on every message) sit
-in the list for their lifecycle and status and have no pipeline hook.
+`capture` (a tap on every message) sits in the list for its lifecycle and
+status and has no pipeline hook. Authentication is not a stage: the
+frontends' door check (`AuthStage.admit`) runs before a message exists, and
+the gateway carries it as a service.
 
 `STAGE_ORDER` is the one place that order is written down. Each entry names a
 module and a factory `build(config, settings, components) -> Stage | None`
@@ -43,9 +45,8 @@ from mcpwall.stages.protocol import ProtocolStage
 from mcpwall.stages.ratelimit import DEFAULT_PER_MINUTE, RateLimitStage
 from mcpwall.stages.response_rules import ResponseRulesStage
 
-#: (name, module) in pipeline order; "auth" is supplied by the caller.
+#: (name, module) in pipeline order.
 STAGE_ORDER: tuple[tuple[str, str], ...] = (
-    ("auth", ""),
     ("ratelimit", "mcpwall.stages.ratelimit"),
     ("capture", "mcpwall.stages.capture"),
     ("honeytoken_tripwire", "mcpwall.stages.honeytokens"),
@@ -77,17 +78,14 @@ def _installed(module: str) -> bool:
         return False
 
 
-def default_stages(auth: AuthStage | None = None, config: Mapping[str, Any] | None = None,
-                   settings: Any = None, components: Components | None = None) -> list[Stage]:
+def default_stages(config: Mapping[str, Any] | None = None, settings: Any = None,
+                   components: Components | None = None) -> list[Stage]:
     """The pipeline, in order. `config` is the policy (its stage sections); `settings` the gateway's;
     `components` the parts the stages share (built from the same sections when not given)."""
     cfg = dict(config or {})
     parts = components if components is not None else build_components(cfg, settings)
     stages: list[Stage] = []
-    for name, module in STAGE_ORDER:
-        if name == "auth":
-            stages.append(auth or AuthStage(insecure_no_auth=True))
-            continue
+    for _name, module in STAGE_ORDER:
         if not _installed(module):
             continue
         build = getattr(importlib.import_module(module), "build", None)

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcpwall.errors import ConfigError
-from mcpwall.pipeline import Reject, Stage
+from mcpwall.pipeline import Reject
 from mcpwall.protocol import ErrorCode
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -47,7 +47,10 @@ def _allowed_form(host: str) -> str:
     return found
 
 
-class AuthStage(Stage):
+class AuthStage:
+    """The frontends' door check: Host and Origin, then the bearer token (`admit`). A gateway
+    service, not a pipeline stage: it decides before a message exists."""
+
     name = "auth"
 
     def __init__(self, tokens: Mapping[str, str] | None = None, *, insecure_no_auth: bool = False,
@@ -105,6 +108,12 @@ class AuthStage(Stage):
         except ValueError:
             return False
         return host.lower() in LOOPBACK_HOSTS
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
 
     def status(self) -> dict[str, Any]:
         return {"rejected": self.rejected, "auth": "off (insecure)" if self.insecure_no_auth else "bearer"}
