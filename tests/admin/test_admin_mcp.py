@@ -214,7 +214,7 @@ async def test_the_token_never_reaches_stdout_or_stderr_of_the_admin_server(tmp_
         for line in lines:
             proc.stdin.write(json.dumps(line).encode() + b"\n")
         await proc.stdin.drain()
-        answers = []
+        answers: list[dict[str, Any]] = []
         while len(answers) < 2:
             raw = await asyncio.wait_for(proc.stdout.readline(), 30)
             answers.append(json.loads(raw))  # stdout carries protocol only

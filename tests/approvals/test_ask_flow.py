@@ -33,10 +33,10 @@ def _text(result: Any) -> str:
 
 async def test_a_held_call_completes_when_approved_over_http_and_an_identical_call_asks_again(tmp_path: Path) -> None:
     async with served(tmp_path, ask_policy()) as gw, http_client(f"{gw.url}/mcp", gw.token) as client:
-        progress: list[tuple[float, float | None, str | None]] = []
+        updates: list[tuple[float, float | None, str | None]] = []
 
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            progress.append((value, total, message))
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            updates.append((progress, total, message))
 
         first = asyncio.ensure_future(client.call_tool("ev__echo", {"message": "hello"}, progress_callback=on_progress))
         [ask] = await gw.pending()
@@ -48,9 +48,9 @@ async def test_a_held_call_completes_when_approved_over_http_and_an_identical_ca
         assert answer.status_code == 200, answer.text
         result = await asyncio.wait_for(first, 20)
         assert _text(result) == "Echo: hello"
-        assert progress, "the held call sent no progress notification"
-        assert "waiting for a person to approve" in (progress[0][2] or "")
-        assert ask["id"] in (progress[0][2] or "")
+        assert updates, "the held call sent no progress notification"
+        assert "waiting for a person to approve" in (updates[0][2] or "")
+        assert ask["id"] in (updates[0][2] or "")
 
         # The approval was used: the same call again waits for a new answer.
         second = asyncio.ensure_future(client.call_tool("ev__echo", {"message": "hello"}))

@@ -105,8 +105,10 @@ async def test_via_ledger_answers_a_gateway_that_serves_no_http_api(tmp_path: Pa
         assert answer["result"]["content"][0]["text"] == "Echo: from the desktop"
 
         refused = call("second")
+        approvals = gateway.approvals
+        assert approvals is not None
         for _ in range(200):
-            pending = gateway.approvals.book.pending()
+            pending = approvals.book.pending()
             if pending:
                 break
             await asyncio.sleep(0.05)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import pytest
 
-from mcpwall.builtin import HostPolicy, URLRefused, check_url
+from mcpwall.builtin import HostPolicy, Resolver, URLRefused, check_url
 
 pytestmark = pytest.mark.anyio
 
 OPEN = HostPolicy()
 
 
-def pinned(mapping: dict[str, list[str]]):  # type: ignore[no-untyped-def]
+def pinned(mapping: dict[str, list[str]]) -> Resolver:
     async def resolve(host: str, port: int) -> list[str]:
         return mapping[host]
 

@@ -52,7 +52,7 @@ async def sample(context: Any, params: types.CreateMessageRequestParams) -> type
 def _arguments(tool: types.Tool) -> dict[str, Any]:
     """Plausible arguments from a tool's input schema (the suite's tools take numbers or nothing)."""
     props = (tool.input_schema or {}).get("properties") or {}
-    samples = {"number": 5, "integer": 3, "string": "conformance", "boolean": True}
+    samples: dict[str | None, Any] = {"number": 5, "integer": 3, "string": "conformance", "boolean": True}
     return {name: samples.get(prop.get("type"), "x") for name, prop in props.items() if isinstance(prop, dict)}
 
 

@@ -157,7 +157,7 @@ class _Levels:
 LEVELS = _Levels()
 
 
-async def _log(ctx: Any, level: str, text: str) -> None:
+async def _log(ctx: Any, level: types.LoggingLevel, text: str) -> None:
     if LEVELS.allows(ctx, level):
         await ctx.session.send_notification(
             types.LoggingMessageNotification(params=types.LoggingMessageNotificationParams(
@@ -333,14 +333,21 @@ def build() -> Server[Any]:
         LEVELS.set(ctx, params.level)
         return {}
 
-    return Server(
-        "mcpwall-conformance-reference", version="1.0.0",
-        on_list_tools=list_tools, on_call_tool=call_tool,
-        on_list_resources=list_resources, on_list_resource_templates=list_templates,
-        on_read_resource=read, on_subscribe_resource=subscribe,
-        on_unsubscribe_resource=unsubscribe, on_list_prompts=list_prompts,
-        on_get_prompt=prompt, on_completion=complete, on_set_logging_level=set_level,
-    )
+    # Registered by method rather than as `on_*=` arguments: those are typed to return result
+    # models, and these handlers return the wire dicts themselves (the runner serves both alike).
+    server: Server[Any] = Server("mcpwall-conformance-reference", version="1.0.0")
+    server.add_request_handler("tools/list", types.PaginatedRequestParams, list_tools)
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    server.add_request_handler("resources/list", types.PaginatedRequestParams, list_resources)
+    server.add_request_handler("resources/templates/list", types.PaginatedRequestParams, list_templates)
+    server.add_request_handler("resources/read", types.ReadResourceRequestParams, read)
+    server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
+    server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
+    server.add_request_handler("prompts/list", types.PaginatedRequestParams, list_prompts)
+    server.add_request_handler("prompts/get", types.GetPromptRequestParams, prompt)
+    server.add_request_handler("completion/complete", types.CompleteRequestParams, complete)
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    return server
 
 
 class MemoryEventStore(EventStore):

@@ -230,8 +230,9 @@ class Paths:
     def _gateway(self) -> str:
         """One gateway in front of the reference server twice: `ref` over stdio, `remote` over HTTP."""
         if "gateway" not in self._urls:
-            servers = {"ref": {"command": PYTHON, "args": [str(REFERENCE_SERVER), "stdio"]},
-                       "remote": {"url": self._reference_http(), "type": "http"}}
+            servers: dict[str, dict[str, Any]] = {
+                "ref": {"command": PYTHON, "args": [str(REFERENCE_SERVER), "stdio"]},
+                "remote": {"url": self._reference_http(), "type": "http"}}
             gw = GatewayProcess(self.work / "gateway", servers, gateway_policy(), extra=["--insecure-no-auth"])
             self._gateways.append(gw)
             gw.start(timeout=90.0)

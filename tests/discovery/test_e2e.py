@@ -67,6 +67,7 @@ async def call_through(entry: dict[str, Any]) -> tuple[str, str]:
     with anyio.fail_after(60):
         async with Client(params) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
+            args: dict[str, Any]
             if "get_current_time" in tools:
                 tool, args = "get_current_time", {"timezone": "UTC"}
             else:

@@ -17,6 +17,7 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -29,11 +30,11 @@ from tests.proxy.harness import MCPWALL
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 
-def load(path: Path) -> dict:  # type: ignore[type-arg]
+def load(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
     assert data["eventCount"] == len(data["events"])
     assert data["startedAt"] <= data["endedAt"]
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 async def test_a_recorded_session_is_written_in_seatbelts_format(tmp_path: Path) -> None:

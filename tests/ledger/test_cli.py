@@ -30,7 +30,7 @@ def run(ledger: Ledger, *args: str) -> Result:
 def rows(result: Result) -> list[dict[str, Any]]:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    return data["rows"]  # type: ignore[no-any-return]
+    return data["rows"]
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ BIG = "x" * 4000
 
 
 def ledger_of(built: Built) -> Ledger:
-    ledger = built.gateway.ledger  # type: ignore[attr-defined]
+    ledger = built.gateway.ledger
     assert isinstance(ledger, Ledger)
     return ledger
 

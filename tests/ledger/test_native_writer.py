@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -136,7 +137,7 @@ def test_the_c_builder_reads_what_python_reads_from_a_subclass_or_a_changed_clas
     class Renamed(Event):
         __slots__ = ()
 
-        @property  # type: ignore[misc]
+        @property
         def tool_name(self) -> str:
             return "renamed_" + str(stored.__get__(self))
 
@@ -302,7 +303,7 @@ def test_the_batch_insert_runs_without_the_gil(tmp_path: Path) -> None:
         built = [_event.build_row(usual(i, decision_id=None), writer._build, "h", BodyNames({}, 1)) for i in range(5000)]
         conn = writer._connection()
         assert isinstance(conn, _sqlite.BulkConnection)
-        prepared = [conn.prepare_chain(built, _writer._TABLE_INDEX, BodyNames({}, 1).created, _writer.orjson.dumps)]
+        prepared = [conn.prepare_chain(built, _writer._TABLE_INDEX, BodyNames({}, 1).created, orjson.dumps)]
         thread = threading.Thread(target=count, daemon=True)
         thread.start()
         time.sleep(0.05)
@@ -356,7 +357,7 @@ def test_the_checkpoint_thread_copies_the_wal_and_the_writer_lets_it_start_over(
             built = [_event.build_row(usual(i, decision_id=None), writer._build, "h", BodyNames({}, b))
                      for i in range(b * 100, b * 100 + 100)]
             prepared = [conn.prepare_chain(built, _writer._TABLE_INDEX, BodyNames({}, b).created,
-                                           _writer.orjson.dumps)]
+                                           orjson.dumps)]
             conn.write_chain(writer._key, prepared, "BEGIN IMMEDIATE", _writer._HEAD, _writer._TABLES,
                              _writer._INSERT_RULE, _writer._INSERT_BODY, _writer._UPDATE_HEAD)
             largest = max(largest, wal.stat().st_size)
@@ -382,7 +383,7 @@ def test_a_batch_written_on_its_own_thread_holds_the_connection_until_finished(t
             built = [_event.build_row(usual(i, decision_id=None), writer._build, "h", BodyNames({}, start))
                      for i in range(start, start + 2000)]
             return [conn.prepare_chain(built, _writer._TABLE_INDEX, BodyNames({}, start).created,
-                                       _writer.orjson.dumps)]
+                                       orjson.dumps)]
 
         with pytest.raises(RuntimeError, match="no ledger batch"):
             conn.finish_chain()
@@ -448,5 +449,7 @@ def test_a_full_disk_through_the_bulk_connection_is_unavailable_not_a_bad_row(tm
 @native_bulk
 def test_the_bulk_module_is_the_same_sqlite_library_as_sqlite3() -> None:
     """Two SQLite copies in one process would not see each other's file locks: the check holds."""
-    assert _sqlite.bulk_module() is _sqlite._BULK
-    assert _sqlite._BULK.sourceid() == sqlite3.connect(":memory:").execute("SELECT sqlite_source_id()").fetchone()[0]
+    bulk = _sqlite._BULK
+    assert bulk is not None  # native_bulk: the module is built
+    assert _sqlite.bulk_module() is bulk
+    assert bulk.sourceid() == sqlite3.connect(":memory:").execute("SELECT sqlite_source_id()").fetchone()[0]

@@ -27,8 +27,8 @@ async def test_every_request_is_recorded_tools_calls_in_tool_calls_the_rest_in_p
         tmp_path: Path) -> None:
     built = ledger_gateway(tmp_path, policy_text())
     gw = built.gateway
-    assert isinstance(gw.ledger, Ledger)  # type: ignore[attr-defined]
-    assert gw.state is gw.ledger  # type: ignore[attr-defined]
+    assert isinstance(gw.ledger, Ledger)
+    assert gw.state is gw.ledger
     await gw.start()
     try:
         client = Client(built)

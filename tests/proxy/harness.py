@@ -30,7 +30,7 @@ VENV_BIN = Path(sys.executable).parent
 MCPWALL = str(VENV_BIN / "mcpwall")
 HERE = Path(__file__).resolve().parent
 
-EVERYTHING = {"command": str(BIN / "mcp-server-everything"), "args": ["stdio"]}
+EVERYTHING: dict[str, Any] = {"command": str(BIN / "mcp-server-everything"), "args": ["stdio"]}
 MEMORY = {"command": str(BIN / "mcp-server-memory")}
 TIME = {"command": str(VENV_BIN / "mcp-server-time")}
 

@@ -9,6 +9,7 @@ reaches it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,10 +76,13 @@ async def test_a_profile_rewrite_or_hook_never_carries_a_call_past_a_corp_deny(t
     await gw.start()
     try:
         s = await session(gw)
-        answers = [await gw.handle_request(s, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                                               "params": {"name": "echo", "arguments": {"path": path}}})
-                   for i, path in enumerate(["/data/innocent.txt", "/data/pr\u001b[0mod.txt", "/data/ok.txt",
-                                             "/data/harmless.txt"])]
+        answers: list[dict[str, Any]] = []
+        for i, path in enumerate(["/data/innocent.txt", "/data/pr\u001b[0mod.txt", "/data/ok.txt",
+                                  "/data/harmless.txt"]):
+            answer = await gw.handle_request(s, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                                 "params": {"name": "echo", "arguments": {"path": path}}})
+            assert answer is not None
+            answers.append(answer)
         assert answers[0]["error"]["code"] == -32001
         assert "corp-no-prod" in answers[0]["error"]["data"]["rule_ids"]
         assert answers[1]["error"]["code"] == -32001

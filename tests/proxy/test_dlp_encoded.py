@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
@@ -203,6 +204,21 @@ def dump(result: Any) -> Any:
     return result.model_dump(mode="json", exclude_none=True)
 
 
+def payload_of(item: types.ContentBlock) -> str:
+    """The base64 payload of an image or audio item, or of the blob an embedded resource item holds."""
+    if item.type == "resource":
+        assert isinstance(item.resource, types.BlobResourceContents)
+        return item.resource.blob
+    assert isinstance(item, (types.ImageContent, types.AudioContent))
+    return item.data
+
+
+def blob_of(contents: types.TextResourceContents | types.BlobResourceContents) -> str:
+    """The base64 payload of a resource read that returned binary contents."""
+    assert isinstance(contents, types.BlobResourceContents)
+    return contents.blob
+
+
 async def test_no_secret_file_reaches_the_client_through_read_media_file(gw: GatewayProcess, ws: Workspace) -> None:
     async with http_client(f"{gw.url}/mcp", gw.token) as c:
         for name, (_, secrets) in ws.files.items():
@@ -210,8 +226,7 @@ async def test_no_secret_file_reaches_the_client_through_read_media_file(gw: Gat
             got = delivered(dump(result))
             for secret in secrets:
                 assert secret.encode() not in got, (name, secret)
-            item = result.content[0]
-            notice = base64.b64decode(item.resource.blob if item.type == "resource" else item.data)
+            notice = base64.b64decode(payload_of(result.content[0]))
             assert notice.startswith(b"[mcpwall withheld this content"), name
 
 
@@ -224,7 +239,9 @@ async def test_no_secret_file_reaches_the_client_through_read_text_file(gw: Gate
             got = delivered(dump(result))
             for secret in ws.files[name][1]:
                 assert secret.encode() not in got, (name, secret)
-            assert "[REDACTED-" in result.content[0].text, name
+            first = result.content[0]
+            assert isinstance(first, types.TextContent)
+            assert "[REDACTED-" in first.text, name
         # several files in one result share the message's decoding budget, and each is masked
         result = await c.call_tool("fs__read_multiple_files",
                                    {"paths": [str(ws.root / n) for n in ("key_body.txt", "env.b64", "cert.pem")]})
@@ -300,7 +317,7 @@ async def test_a_gzip_resource_from_server_everything_is_withheld_when_it_holds_
         links = [item.uri for item in link.content if item.type == "resource_link"]
         assert links, dump(link)
         read = await c.read_resource(str(links[0]))
-        assert base64.b64decode(read.contents[0].blob).startswith(b"[mcpwall withheld this content")
+        assert base64.b64decode(blob_of(read.contents[0])).startswith(b"[mcpwall withheld this content")
         got = delivered(dump(read))
         assert AWS_ID.encode() not in got
         assert AWS_SECRET.encode() not in got
@@ -311,14 +328,13 @@ async def test_benign_encoded_content_comes_back_byte_for_byte(gw: GatewayProces
     async with http_client(f"{gw.url}/mcp", gw.token) as c:
         for name, data in ws.benign.items():
             result = await c.call_tool("fs__read_media_file", {"path": str(ws.root / name)})
-            item = result.content[0]
-            assert base64.b64decode(item.resource.blob if item.type == "resource" else item.data) == data, name
+            assert base64.b64decode(payload_of(result.content[0])) == data, name
         image = await c.call_tool("everything__get-tiny-image", {})
         assert [base64.b64decode(i.data)[:4] for i in image.content if i.type == "image"] == [b"\x89PNG"]
         blob = await c.read_resource("demo://resource/dynamic/blob/2")
-        assert base64.b64decode(blob.contents[0].blob).startswith(b"Resource 2: This is a base64 blob")
+        assert base64.b64decode(blob_of(blob.contents[0])).startswith(b"Resource 2: This is a base64 blob")
         packed = await c.call_tool("everything__gzip-file-as-resource", {
             "name": "notes.gz", "data": "data:text/plain;base64," + base64.b64encode(prose).decode(),
             "outputType": "resource"})
         res = next(i.resource for i in packed.content if i.type == "resource")
-        assert gzip.decompress(base64.b64decode(res.blob)) == prose
+        assert gzip.decompress(base64.b64decode(blob_of(res))) == prose

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 PATHS = ["direct", "mcp", "mcp_server", "stdio", "wrap"]
 
-DETERMINISTIC = [
+DETERMINISTIC: list[tuple[str, dict[str, Any]]] = [
     ("echo", {"message": "hello through the wall"}),
     ("get-sum", {"a": 2, "b": 40}),
     ("get-annotated-message", {"messageType": "success", "includeImage": True}),
@@ -148,12 +148,12 @@ async def test_prompts_and_completion(path: str, gw: GatewayProcess) -> None:
 async def test_progress_notifications_reach_the_caller(path: str, gw: GatewayProcess) -> None:
     seen: list[tuple[float, float | None]] = []
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        seen.append((value, total))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total))
 
     async with connect(path, gw) as c:
         result = await c.call_tool(namer(path)("trigger-long-running-operation"), {"duration": 0.6, "steps": 3},
-                                   progress_callback=progress)
+                                   progress_callback=on_progress)
     assert not result.is_error
     assert [v for v, _ in seen] == [1, 2, 3]
     assert all(t == 3 for _, t in seen)

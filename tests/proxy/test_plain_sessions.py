@@ -13,10 +13,11 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
+from starlette.types import ASGIApp
 
 from mcpwall.proxy import HttpFrontend, _http
 from tests.harness import build_gateway, frontend, started
@@ -34,7 +35,9 @@ def _call(rid: int, message: str) -> dict[str, Any]:
 async def served(tmp_path: Path) -> AsyncIterator[tuple[HttpFrontend, httpx.AsyncClient]]:
     built = build_gateway(tmp_path, PERMISSIVE, {"everything": EVERYTHING})
     app = frontend(built)
-    async with started(built), httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+    # An ASGI app by behaviour; by type its own Scope/Receive/Send (mcpwall.proxy._asgi) are dicts
+    # where ASGI's are MutableMappings. httpx hands it dicts.
+    async with started(built), httpx.AsyncClient(transport=httpx.ASGITransport(app=cast(ASGIApp, app)),
                                                  base_url="http://127.0.0.1:9420") as client:
         yield app, client
 

@@ -88,11 +88,11 @@ async def test_tools_resources_and_prompts_over_remote_transports(gw: GatewayPro
 
 
 async def test_progress_and_logs_on_the_upstream_stream_reach_the_caller(gw: GatewayProcess) -> None:
-    progress: list[float] = []
+    reported: list[float] = []
     logs: list[str] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append(progress)
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logs.append(str(params.data))
@@ -100,7 +100,7 @@ async def test_progress_and_logs_on_the_upstream_stream_reach_the_caller(gw: Gat
     async with http_client(f"{gw.url}/mcp/streamy", gw.token, logging_callback=on_log) as c:
         result = await c.call_tool("notify", {"steps": 3}, progress_callback=on_progress)
     assert "done 3" in str(result.content)
-    assert progress == [1, 2, 3]
+    assert reported == [1, 2, 3]
     assert logs == ["step 1", "step 2", "step 3"]
 
 

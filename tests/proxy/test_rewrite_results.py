@@ -53,12 +53,16 @@ async def test_a_request_side_rewrite_replaces_the_result_with_its_template_fill
     try:
         s = await session(gw)
         answer = await gw.handle_request(s, call(1, {"message": "resultme please"}))
+        assert answer is not None
         assert answer["result"]["content"] == [{"type": "text", "text": "replaced(resultme please)"}]
         untouched = await gw.handle_request(s, call(2, {"message": "hello"}))
+        assert untouched is not None
         assert untouched["result"]["content"][0]["text"] == '{"message": "hello"}'
         # a response rule's rate condition sees the client's real request count (it saw 0: never met)
         texts = [await gw.handle_request(s, call(10 + i, {"message": "chatty"})) for i in range(4)]
-        assert texts[-1]["error"]["code"] == -32001
-        assert texts[-1]["error"]["data"]["rule_ids"] == ["quiet-client"]
+        last = texts[-1]
+        assert last is not None
+        assert last["error"]["code"] == -32001
+        assert last["error"]["data"]["rule_ids"] == ["quiet-client"]
     finally:
         await gw.stop()

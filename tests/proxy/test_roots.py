@@ -32,6 +32,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from pydantic import FileUrl
 
 from tests.proxy.harness import MCPWALL, GatewayProcess, filesystem, http_client, write_servers
 
@@ -55,7 +56,7 @@ class Attacker:
 
     async def list_roots(self, context: Any) -> types.ListRootsResult:
         self.asked.set()
-        return types.ListRootsResult(roots=[types.Root(uri="file:///", name="everything")])
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl("file:///"), name="everything")])
 
 
 @pytest.fixture

@@ -63,7 +63,9 @@ async def test_only_progress_of_a_clients_notifications_reaches_a_shared_server(
         init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                 "params": {"protocolVersion": "2025-11-25", "capabilities": {"roots": {"listChanged": True}},
                            "clientInfo": {"name": "t", "version": "1"}}}
-        assert "result" in await gw.handle_request(s, init)
+        answer = await gw.handle_request(s, init)
+        assert answer is not None
+        assert "result" in answer
         for method in ("notifications/initialized", "notifications/roots/list_changed", "notifications/whatever",
                        "notifications/progress"):
             await gw.handle(s, {"jsonrpc": "2.0", "method": method, "params": {"progressToken": "t", "progress": 1}})
@@ -81,6 +83,7 @@ async def test_only_progress_of_a_clients_notifications_reaches_a_shared_server(
         assert gw.messages.counts["unrecorded"] == 6  # the first one above counted against the minute too
         # The same notification sent as a request (with an id) is refused by the gateway, not forwarded.
         answer = await gw.handle_request(s, {"jsonrpc": "2.0", "id": 9, "method": "notifications/roots/list_changed"})
+        assert answer is not None
         assert answer["error"]["code"] == -32600, answer
     finally:
         await gw.stop()

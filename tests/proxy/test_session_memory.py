@@ -15,12 +15,13 @@ import gc
 import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
 import orjson
 import pytest
+from starlette.types import ASGIApp
 
 from mcpwall.pipeline import keep_capabilities
 from mcpwall.proxy import HttpFrontend
@@ -51,7 +52,9 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[HttpFrontend, httpx.Asyn
     built = build_gateway(tmp_path, PERMISSIVE, {"memory": MEMORY}, auth=True)
     built.auth.tokens.update({token: who for who, token in TOKENS.items()})
     app = frontend(built)
-    async with started(built), httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+    # An ASGI app by behaviour; by type its own Scope/Receive/Send (mcpwall.proxy._asgi) are dicts
+    # where ASGI's are MutableMappings. httpx hands it dicts.
+    async with started(built), httpx.AsyncClient(transport=httpx.ASGITransport(app=cast(ASGIApp, app)),
                                                  base_url="http://127.0.0.1", timeout=60) as client:
         yield app, client
 

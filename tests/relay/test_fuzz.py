@@ -57,11 +57,8 @@ def test_the_frame_parser_survives_fuzzed_inputs_without_crash_hang_or_memory_gr
 
 
 def _target(data: bytes) -> None:
-    sys.path.insert(0, str(HERE))
-    try:
-        from fuzz_frames import test_one_input  # the harness imports atheris
-    finally:
-        sys.path.pop(0)
+    from tests.relay.fuzz_frames import test_one_input  # the harness imports atheris
+
     test_one_input(data)
 
 

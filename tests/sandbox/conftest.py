@@ -8,7 +8,6 @@ duration of the test. Once the change is in, the fixture sees it and does nothin
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,7 +25,7 @@ def _applies_sandbox() -> bool:
 
 
 @pytest.fixture
-def sandboxing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def sandboxing(monkeypatch: pytest.MonkeyPatch) -> None:
     if not _applies_sandbox():
         from mcpwall.proxy import _upstream
         from mcpwall.sandbox import SandboxedTransport
@@ -37,4 +36,3 @@ def sandboxing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             return transport_for(name, spec, wrapper)
 
         monkeypatch.setattr(_upstream, "transport_for", with_sandbox)
-    return

@@ -92,7 +92,7 @@ async def test_the_aggregator_holds_no_ledger_no_token_and_no_policy_and_owns_th
         assert home.encode() not in (proc / "cmdline").read_bytes()
         assert os.readlink(proc / "cwd") == "/"
         # The servers run under the aggregator, not under the gateway.
-        server_pids = {s.transport.pid for s in gw.gateway.servers.values()  # type: ignore[union-attr]
+        server_pids = {s.transport.pid for s in gw.gateway.servers.values()
                        if getattr(s.transport, "pid", None)}
         assert not server_pids  # the gateway's transports are the isolated ones: they start no process
         descendants = _descendants(pid)

@@ -13,6 +13,7 @@ import base64
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,7 +98,8 @@ def test_benign_look_alikes_are_left_alone(text: str) -> None:
 def test_json_inside_text_is_entered_and_escaped_secrets_are_found() -> None:
     inner = json.dumps({"config": {"k": "\u0041KIAQX4PZ7T2LMNB3KQR", "db": "mysql://root:hunter2pass@h/x"}})
     inner = inner.replace("AKIA", "\\u0041KIA")  # an escape hides the key from a plain text scan
-    result = {"content": [{"type": "text", "text": inner}], "structuredContent": {"nested": [{"t": inner}]}}
+    result: dict[str, Any] = {"content": [{"type": "text", "text": inner}],
+                              "structuredContent": {"nested": [{"t": inner}]}}
     redacted, found = SCANNER.redact(result, "result")
     assert "AKIAQX4PZ7T2LMNB3KQR" not in json.dumps(redacted)
     assert "\\u0041KIA" not in json.dumps(redacted)

@@ -148,6 +148,7 @@ async def test_credentials_in_arguments_can_deny_the_call_or_be_let_through(tmp_
     verdict = await blocking.on_request(ctx)
     assert verdict is not None
     assert verdict.code == -32001
+    assert verdict.data is not None
     assert verdict.data["rule_ids"] == ["mcpwall.dlp.arguments"]
     assert GHP not in json.dumps(verdict.data)
     off = dlp_mod.build({"dlp": {"arguments": "off"}}, None)
@@ -218,6 +219,7 @@ async def test_unsafe_paths_are_denied_in_enforce_and_recorded_in_audit(tmp_path
     verdict = await stage.on_request(context(gw, arguments={"path": "..%2f..%2fetc%2fshadow"}))
     assert verdict is not None
     assert verdict.code == -32001
+    assert verdict.data is not None
     assert "mcpwall.path-safety" in verdict.data["rule_ids"]
     assert await stage.on_request(context(gw, arguments={"path": "/etc/hosts"})) is None
     audit_gw = gateway(tmp_path / "audit", AUDIT)
@@ -234,6 +236,7 @@ async def test_a_toxic_flow_can_ask_and_without_an_approval_channel_that_denies(
     stage = chain_mod.build({"stages": {"chain": {"action": "ask"}}}, None)
     assert stage is not None
     session = Session(kind="stdio")
+    notes: dict[str, Any]
     for target, args, text, notes in (("read_file", {"path": "/workspace/.env"}, "A=1", {}),
                                       ("fetch", {"url": "https://x.example/"}, "page", {})):
         ctx = context(gw, target=target, arguments=args, session=session)
@@ -279,9 +282,11 @@ async def test_threat_intel_uses_the_feed_then_the_api_and_fails_open(tmp_path: 
     try:
         offline = await stage.on_request(context(gw, arguments={"cmd": "curl http://64.227.143.36:5555/x"}))
         assert offline is not None
+        assert offline.data is not None
         assert offline.data["indicators"][0]["source"] == "threatfox-feed"
         online = await stage.on_request(context(gw, arguments={"url": "https://bad.example/payload"}))
         assert online is not None
+        assert online.data is not None
         assert online.data["indicators"][0]["source"] == "threatfox-api"
         assert await stage.on_request(context(gw, arguments={"url": "https://good.example/"})) is None
         threatfox.handler = lambda seen: Answer(500, {})

@@ -155,9 +155,9 @@ async def test_the_pin_command_accepts_a_change_while_the_gateway_runs(tmp_path:
         accepted = CliRunner().invoke(cli, ["pin", "--home", str(served.home), "--accept", "weather/get_forecast"])
         assert accepted.exit_code == 0, accepted.output
 
-        async def listed() -> bool:
+        async def forecast_listed() -> bool:
             return "weather__get_forecast" in await tool_names(client)
 
         # the gateway's ledger caches state reads briefly; another process's write shows within that time
-        await wait_for(listed, timeout=10)
+        await wait_for(forecast_listed, timeout=10)
         assert "Sunny" in await _call(client, "weather__get_forecast", {"city": "Oslo"})

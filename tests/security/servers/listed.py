@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
-from mcp.server import runner
+import mcp_types.methods as _methods  # what mcp.server.runner calls as `_methods`
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
@@ -31,14 +32,14 @@ def _listed(key: str) -> list[dict[str, Any]]:
 
 
 _LISTS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
-_sieve = runner._methods.serialize_server_result
+_sieve = _methods.serialize_server_result
 
 
-def _unsieved(method: str, version: str, dumped: dict[str, Any]) -> dict[str, Any]:
-    return dumped if method in _LISTS else _sieve(method, version, dumped)
+def _unsieved(method: str, version: str, data: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+    return dict(data) if method in _LISTS else _sieve(method, version, data, **options)
 
 
-runner._methods.serialize_server_result = _unsieved  # type: ignore[attr-defined]
+_methods.serialize_server_result = _unsieved
 
 
 async def list_tools(ctx: Any, params: Any) -> Any:
