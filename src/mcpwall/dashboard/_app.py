@@ -1,6 +1,6 @@
 """The dashboard as one Starlette app: `/ui/...` pages, `/ui/static/...` assets, `/api/...` JSON.
 
-Mounted in the gateway as `gateway.ui_app` (the HTTP frontend hands it every
+Mounted in the gateway as `Gateway.ui_app` (`DashboardService`) (the HTTP frontend hands it every
 path under `/ui` and `/api/`, except `/api/admin/`), or served alone by
 `mcpwall dashboard`. Every response carries the security headers of
 `_views.SECURITY_HEADERS` (a strict CSP among them).

@@ -4,7 +4,7 @@ plain JSON-RPC route (`POST /{server}`), and the status routes.
 This is a raw ASGI app rather than Starlette routes: the relay path is the
 product's hot path, and the framework's per-request objects cost about as
 much as the whole relay (bench/proxy_overhead.py). The dashboard and other
-non-hot routes (`/ui`, `/api/`) are a Starlette app set as `gateway.ui_app`.
+non-hot routes (`/ui`, `/api/`) are a Starlette app, `Gateway.ui_app` (the dashboard service).
 
 Every request passes the door (`_door`) first. Then, in order: the routes
 open without a token (`/health`), the apps that check their own credentials

@@ -32,6 +32,8 @@ class Pipeline:
         self._response = [s for s in self.stages if _overrides(s, "on_response")]
         self._complete = [s for s in self.stages if _overrides(s, "on_complete")]
         self._server_message = [s for s in self.stages if _overrides(s, "on_server_message")]
+        #: whether any stage reads a server's own messages (else they pass untouched, unwrapped)
+        self.screens_server_messages = bool(self._server_message)
         self._client_answer = [s for s in self.stages if _overrides(s, "on_client_answer")]
         self.timings: dict[str, float] = {s.name: 0.0 for s in self.stages}
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpwall.errors import InternalError
-from mcpwall.protocol import ErrorCode, Message, RequestId, error
+from mcpwall.protocol import ErrorCode, Message, RequestId
 
 
 class UpstreamError(InternalError):
@@ -32,10 +32,6 @@ class Pending:
     timeout: float = 0.0
 
 
-def upstream_error_response(request_id: RequestId, exc: UpstreamError, server: str) -> Message:
-    return error(request_id, exc.code, str(exc), {"server": server, "reason": exc.reason})
-
-
 def settled(future: asyncio.Future[Message]) -> bool:
     """Answered by the server, or failed because it went away (not: cancelled, timed out, unsent)."""
     if not future.done() or future.cancelled():
@@ -49,4 +45,4 @@ def expire(future: asyncio.Future[Message]) -> None:
         future.set_exception(TimeoutError())
 
 
-__all__ = ["Pending", "UpstreamError", "expire", "settled", "upstream_error_response"]
+__all__ = ["Pending", "UpstreamError", "expire", "settled"]

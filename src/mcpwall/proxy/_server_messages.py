@@ -102,10 +102,10 @@ class ServerMessages:
         out["method"] = msg["method"]
         if "params" in msg:
             out["params"] = msg["params"]
-        if "params" not in out:
+        pipeline = self.gateway.pipeline
+        if "params" not in out or not pipeline.screens_server_messages:
             return out
         params = out["params"]
-        pipeline = self.gateway.pipeline
         if isinstance(params, dict):
             return dict(pipeline.server_message(session_id, out))
         # JSON-RPC allows positional params; they are masked all the same.
@@ -145,7 +145,7 @@ class ServerMessages:
             return error(response.get("id"), ErrorCode.UPSTREAM_ERROR, "the server answered with neither a result "
                          "nor an error", {"server": ctx.server, "reason": "invalid answer"})
         out: Message = {"jsonrpc": "2.0", "id": response.get("id"), key: response[key]}
-        if ctx.method in SCANNED:
+        if ctx.method in SCANNED or not self.gateway.pipeline.screens_server_messages:
             return out
         masked = self.gateway.pipeline.server_message(ctx.session.id, {"method": ctx.method,
                                                                        "params": {"body": out[key]}})

@@ -16,7 +16,7 @@ META line or frame headers. The rules a connection must keep (docs/wire.md):
   other refusals are ERROR frames and the connection goes on.
 
 This module accepts connections (`FrameListener`) and runs the listener with
-the gateway (`FrameListenerStage`); each connection is a `FrameConnection`
+the gateway (`FrameListenerService`); each connection is a `FrameConnection`
 (`_connection.py`).
 """
 

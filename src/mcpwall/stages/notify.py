@@ -71,7 +71,8 @@ class NotifyStage(Stage):
     name = "notify"
 
     def __init__(self, config: NotifyConfig | None = None, approvals: Approvals | None = None,
-                 notifier: Notifier | None = None, settings: Any = None) -> None:
+                 notifier: Notifier | None = None, settings: Any = None,
+                 call_listeners: list[Callable[[RequestContext], None]] | None = None) -> None:
         self.config = config or NotifyConfig()
         #: the gateway's approval service and webhook sender (`build_components`: `approvals_from`,
         #: `notifier_from`); this stage announces asks through them and stops the sender
@@ -80,7 +81,7 @@ class NotifyStage(Stage):
         self.settings = settings
         self.gateway: GatewayView | None = None
         #: told of every finished tools/call when no ledger records it (the dashboard's feed)
-        self.call_listeners: list[Callable[[RequestContext], None]] = []
+        self.call_listeners = call_listeners if call_listeners is not None else []
         self._seen_pins: set[str] = set()
         self._wanted_for: Any = None
         self._wanted_set: frozenset[str] = frozenset()
@@ -183,9 +184,7 @@ def build(config: Mapping[str, Any], settings: Any = None,
     notify = parse(NotifyConfig, stage_block(config, "notify"), "stages.notify")
     if components is None:
         return NotifyStage(notify, approvals_from(config, settings), None, settings)
-    stage = NotifyStage(notify, components.approvals, components.notifier, settings)
-    stage.call_listeners = components.call_listeners
-    return stage
+    return NotifyStage(notify, components.approvals, components.notifier, settings, components.call_listeners)
 
 
 __all__ = ["MAX_SEEN_PINS", "ApprovalsConfig", "NotifyConfig", "NotifyStage", "approvals_from", "build",
