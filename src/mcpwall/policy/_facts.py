@@ -15,20 +15,20 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import orjson
 
-from mcpwall.policy._host import canonical_host, canonical_ip, host_value, is_host_key
-from mcpwall.policy._normalize import forms
+from mcpwall.policy._host import is_host_key
 from mcpwall.policy._resolve import HostResolver
-from mcpwall.policy._shell import SHELLS, command_texts
+from mcpwall.policy._shell import SHELLS
+from mcpwall.policy._spelling import PLAIN, remember, spell, spelled_cache
 
 #: Values beyond these bounds are not inspected one by one; the call is then
 #: treated as uninspectable, which `evaluate` denies in enforce mode.
-MAX_VALUES = 5_000
-MAX_DEPTH = 32
-_ENV_KEYS = frozenset({"env", "environment", "envvars", "env_vars"})
+MAX_VALUES: Final = 5_000
+MAX_DEPTH: Final = 32
+_ENV_KEYS: Final = frozenset({"env", "environment", "envvars", "env_vars"})
 _NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -119,43 +119,57 @@ def _scalar_text(value: Any) -> str | None:
 
 
 #: First characters of a string worth trying as embedded JSON.
-_JSON_OPENERS = frozenset("{[")
+_JSON_OPENERS: Final = frozenset("{[")
 #: A mapping key that is a path: absolute, home, relative, a file: URL, UNC, a drive, or %-encoded.
-_PATH_KEY = re.compile(r"(/|~/|\.\.?/|file:|\\\\|[A-Za-z]:[\\/]|%2[fF])")
+_PATH_KEY: Final = re.compile(r"(/|~/|\.\.?/|file:|\\\\|[A-Za-z]:[\\/]|%2[fF])")
 #: Longest string argument parsed as embedded JSON.
-MAX_EMBEDDED_JSON = 64 * 1024
+MAX_EMBEDDED_JSON: Final = 64 * 1024
 #: Longest list of strings also read as one command line (an argv), and the keys that name a program
 #: and its arguments side by side.
-MAX_ARGV = 256
-_PROGRAM_KEYS = frozenset({"command", "cmd", "program", "executable", "exe", "bin", "binary"})
-_ARGV_KEYS = frozenset({"args", "argv", "arguments", "params", "parameters", "options", "flags"})
+MAX_ARGV: Final = 256
+_PROGRAM_KEYS: Final = frozenset({"command", "cmd", "program", "executable", "exe", "bin", "binary"})
+_ARGV_KEYS: Final = frozenset({"args", "argv", "arguments", "params", "parameters", "options", "flags"})
 #: Keys beside a program that hold what it reads on its standard input (a shell's script).
-_STDIN_KEYS = frozenset({"stdin", "input", "script", "stdin_data", "stdindata", "input_text", "standard_input"})
+_STDIN_KEYS: Final = frozenset({"stdin", "input", "script", "stdin_data", "stdindata", "input_text", "standard_input"})
+#: What a mapping key is to `_Walker`, as bits of `_key_kind` (`Final`: compiled code reads these and the
+#: module's other constants without a lookup in the module's dict).
+_PATH_KEY_BIT: Final = 1
+_ENV_BIT: Final = 2
+_PROGRAM_BIT: Final = 4
+_ARGV_BIT: Final = 8
+_STDIN_BIT: Final = 16
+_HOST_BIT: Final = 32
+_KEY_KINDS: Final[dict[str, int]] = {}
 
 
-#: A URL's scheme and host as `url_forms` spells it (no userinfo), for name resolution.
-_URL_HOST = re.compile(r"([a-z][a-z0-9+.-]*://)([^/?#@\[\]:\s]+)(?=[:/?#]|$)")
-#: A bare `host[:port]` (a host argument's value).
-_BARE_HOST = re.compile(r"([^/?#@\[\]:\s]+)(:[0-9]{1,5})?")
-
-
-def _url_parts(text: str) -> tuple[str, str, str]:
-    """(scheme://, canonical host name, the rest) of a URL that names its host; ("", "", "") otherwise."""
-    m = _URL_HOST.match(text)
-    if m is None or canonical_ip(m.group(2)) is not None:
-        return "", "", ""
-    return m.group(1), canonical_host(m.group(2)), text[m.end():]
-
-
-#: `_url_parts` by text, and `command_texts` by text (a dict probe here costs less than a call there).
-_URL_PARTS: dict[str, tuple[str, str, str]] = {}
-_SHELL_TEXTS: dict[str, tuple[str, ...]] = {}
-_PARTS_CACHE_SIZE = 16384
-_SHELL_CACHED_TEXT = 1024
+def _key_kind(key: str) -> int:
+    """Which of the `_*_BIT`s `key` has (a path, an env mapping, a program, its argv, its input, a host),
+    cached by key: the same few keys come in every call and asking costs a regex and `lower()` each."""
+    kind = _KEY_KINDS.get(key)
+    if kind is None:
+        lower = key.lower()
+        kind = 0
+        if _PATH_KEY.match(key):
+            kind |= _PATH_KEY_BIT
+        if lower in _ENV_KEYS:
+            kind |= _ENV_BIT
+        if lower in _PROGRAM_KEYS:
+            kind |= _PROGRAM_BIT
+        if lower in _ARGV_KEYS:
+            kind |= _ARGV_BIT
+        if lower in _STDIN_KEYS:
+            kind |= _STDIN_BIT
+        if key and is_host_key(key):
+            kind |= _HOST_BIT
+        if len(key) <= 256:
+            if len(_KEY_KINDS) >= 4096:
+                _KEY_KINDS.clear()
+            _KEY_KINDS[key] = kind
+    return kind
 
 
 class _Walker:
-    __slots__ = ("env_keys", "home", "keys", "realpath", "resolver", "truncated", "values")
+    __slots__ = ("env_keys", "home", "keys", "realpath", "resolver", "spelled", "truncated", "values")
 
     def __init__(self, home: str | None, realpath: Callable[[str], str] | None,
                  resolver: Callable[[str], tuple[str, ...] | None] | None = None) -> None:
@@ -166,6 +180,7 @@ class _Walker:
         self.home = home
         self.realpath = realpath
         self.resolver = resolver
+        self.spelled = spelled_cache(home, False)
 
     def walk(self, value: Any, path: str, key: str, depth: int) -> None:
         if len(self.values) + len(self.keys) >= MAX_VALUES or depth > MAX_DEPTH:
@@ -182,17 +197,21 @@ class _Walker:
                     if isinstance(inner, dict | list):
                         self.walk(inner, f"{path}#json", key, depth + 1)
         elif kind is dict or (kind is not list and isinstance(value, Mapping)):
+            seen = 0
             for k, v in value.items():
                 ks = str(k)
+                bits = _key_kind(ks)
+                seen |= bits
                 sub = f"{path}.{ks}" if path else ks
                 self.keys.append((sub, ks))
-                if _PATH_KEY.match(ks):
+                if bits & _PATH_KEY_BIT:
                     # A path used as a key (`{"files": {"/etc/cron.d/x": "..."}}`) is one the tool acts on.
                     self._leaf(ks, f"{sub}#key", ks)
-                if ks.lower() in _ENV_KEYS and isinstance(v, Mapping):
+                if bits & _ENV_BIT and isinstance(v, Mapping):
                     self.env_keys.extend(str(e) for e in v)
                 self.walk(v, sub, ks, depth + 1)
-            self._command_line(value, path)
+            if seen & _PROGRAM_BIT:
+                self._command_line(value, path)
         elif isinstance(value, list | tuple):
             for i, v in enumerate(value):
                 self.walk(v, f"{path}[{i}]", key, depth + 1)
@@ -209,18 +228,18 @@ class _Walker:
         `{"command": "bash", "stdin": "rm -rf /"}`: the program fed its input, as `bash -c 'rm -rf /'`."""
         if len(value) < 2:
             return
-        program = next((v for k, v in value.items() if type(v) is str and str(k).lower() in _PROGRAM_KEYS), None)
+        program = next((v for k, v in value.items() if type(v) is str and _key_kind(str(k)) & _PROGRAM_BIT), None)
         if program is None:
             return
         line = program
         for k, v in value.items():
-            if str(k).lower() in _ARGV_KEYS and isinstance(v, list) and 0 < len(v) <= MAX_ARGV \
+            if _key_kind(str(k)) & _ARGV_BIT and isinstance(v, list) and 0 < len(v) <= MAX_ARGV \
                     and all(type(a) is str for a in v):
                 line = " ".join([program, *v])
                 self._leaf(line, f"{path}#argv" if path else "#argv", str(k))
                 break
         for k, v in value.items():
-            if type(v) is str and str(k).lower() in _STDIN_KEYS and v.strip():
+            if type(v) is str and _key_kind(str(k)) & _STDIN_BIT and v.strip():
                 # A shell runs its input as a script: `sh -c '<input>'`; another program reads it as
                 # `program <<< '<input>'`. Either way its commands are commands (`_shell.py`).
                 shell = program.rstrip("/").rpartition("/")[2] in SHELLS
@@ -229,70 +248,55 @@ class _Walker:
                 break
 
     def _leaf(self, text: str, path: str, key: str) -> None:
-        variants, canonical = forms(text, self.home)
-        # `r\\m -rf /`, `'rm' -rf /`, `a; rm -rf ~`: each command as the shell runs it, for the
-        # restrictive rules (the canonical, which allow rules see, stays the text's own).
-        shell = _SHELL_TEXTS.get(text)
-        if shell is None:
-            shell = command_texts(text)
-            if len(text) <= _SHELL_CACHED_TEXT:  # the cache holds its texts: at most 16,384 of 1 KiB
-                if len(_SHELL_TEXTS) >= _PARTS_CACHE_SIZE:
-                    _SHELL_TEXTS.clear()
-                _SHELL_TEXTS[text] = shell
-        if shell:
-            variants += tuple(t for t in shell if t not in variants)
-        host_key = bool(key) and is_host_key(key)
-        if host_key:
-            # `{"host": "2130706433"}` reaches 127.0.0.1 as surely as a URL does. Only
-            # restrictive rules get the host's spellings: the canonical one stays the text.
-            extra = tuple(h for h in host_value(text) if h not in variants)
-            if extra:
-                variants += extra
-        if self.resolver is not None and (host_key or "://" in text or ":" in text[:12]):
-            variants = self._resolve_hosts(variants, host_key)
-        if self.realpath is not None:
-            variants, canonical = self._resolve_links(variants, canonical)
-        self.values.append(ArgValue(path, key, text, variants, canonical))
+        host_key = bool(key) and (_key_kind(key) & _HOST_BIT) != 0
+        cache = spelled_cache(self.home, True) if host_key else self.spelled
+        spelled = cache.get(text)
+        if spelled is None:
+            spelled = spell(text, self.home, host_key)
+            remember(cache, text, spelled)
+        elif spelled is PLAIN:  # the text is its only spelling (`_spelling.py`)
+            self.values.append(tuple.__new__(ArgValue, (path, key, text, (text,), text)))
+            return
+        variants = spelled.variants
+        canonical = spelled.canonical
+        paths = spelled.paths
+        if spelled.hosts and self.resolver is not None:
+            resolved = self._resolve_hosts(variants, spelled.hosts)
+            if resolved:
+                variants += resolved
+                paths += tuple(v for v in resolved if v.startswith("/") and "\x00" not in v)
+        if paths and self.realpath is not None:
+            variants, canonical = self._resolve_links(variants, canonical, paths)
+        # As `ArgValue(...)`, without the NamedTuple's `__new__`, a Python frame a value (here and below).
+        self.values.append(tuple.__new__(ArgValue, (path, key, text, variants, canonical)))
 
-    def _resolve_hosts(self, variants: tuple[str, ...], host_key: bool) -> tuple[str, ...]:
+    def _resolve_hosts(self, variants: tuple[str, ...], hosts: tuple[tuple[str, str, str], ...]) -> tuple[str, ...]:
         """The spellings with a host name replaced by each non-public address it resolves to
-        (`http://myhost:9420/` as `http://127.0.1.1:9420/`): `_resolve.py`."""
+        (`http://myhost:9420/` as `http://127.0.1.1:9420/`; `_resolve.py`) that are not spellings already."""
         assert self.resolver is not None
         extra: list[str] = []
-        for v in variants:
-            parts = _URL_PARTS.get(v)
-            if parts is None:
-                parts = _url_parts(v)
-                if len(_URL_PARTS) >= _PARTS_CACHE_SIZE:
-                    _URL_PARTS.clear()
-                _URL_PARTS[v] = parts
-            if parts[1]:
-                prefix, host, rest = parts
-            elif host_key and (b := _BARE_HOST.fullmatch(v.strip())) is not None \
-                    and canonical_ip(b.group(1)) is None:
-                prefix, host, rest = "", canonical_host(b.group(1)), b.group(2) or ""
-            else:
-                continue
+        for prefix, host, rest in hosts:
             for address in self.resolver(host) or ():
                 spelled = prefix + (f"[{address}]" if ":" in address else address) + rest
                 if spelled not in variants and spelled not in extra:
                     extra.append(spelled)
                     if rest and not prefix and address not in extra:
                         extra.append(address)
-        return variants + tuple(extra) if extra else variants
+        return tuple(extra)
 
-    def _resolve_links(self, variants: tuple[str, ...], canonical: str) -> tuple[tuple[str, ...], str]:
+    def _resolve_links(self, variants: tuple[str, ...], canonical: str,
+                       paths: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+        """`variants` with the real path of each of `paths` (the absolute ones) that is a new spelling."""
         assert self.realpath is not None
         extra: list[str] = []
-        for v in variants:
-            if v.startswith("/") and "\x00" not in v:
-                real = self.realpath(v)
-                if v.endswith("/") and not real.endswith("/"):
-                    real += "/"  # realpath drops it; `/workspace/` must stay the directory the rules name
-                if real != v and real not in variants and real not in extra:
-                    extra.append(real)
-                    if v == canonical:
-                        canonical = real
+        for v in paths:
+            real = self.realpath(v)
+            if v.endswith("/") and not real.endswith("/"):
+                real += "/"  # realpath drops it; `/workspace/` must stay the directory the rules name
+            if real != v and real not in variants and real not in extra:
+                extra.append(real)
+                if v == canonical:
+                    canonical = real
         return (variants + tuple(extra), canonical) if extra else (variants, canonical)
 
 
@@ -327,9 +331,9 @@ class CachedRealpath:
         return real
 
 
-_default_realpath = CachedRealpath()
-_default_resolver = HostResolver()
-_HOME = os.path.expanduser("~")
+_default_realpath: Final = CachedRealpath()
+_default_resolver: Final = HostResolver()
+_HOME: Final = os.path.expanduser("~")
 
 
 def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = True,
@@ -344,14 +348,9 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
     walker = _Walker(home, _default_realpath if resolve_symlinks else None,
                      _default_resolver if resolve_hosts else None)
     walker.walk(call.arguments, "", "", 0)
-    return Facts(
-        call=call,
-        values=tuple(walker.values),
-        keys=tuple(walker.keys),
-        env_keys=tuple(walker.env_keys),
-        response_texts=_response_texts(call.result),
-        truncated=walker.truncated,
-    )
+    # As `Facts(call, values, ...)`, without the NamedTuple's `__new__` (see `_Walker._leaf`).
+    return tuple.__new__(Facts, (call, tuple(walker.values), tuple(walker.keys), tuple(walker.env_keys),
+                                 _response_texts(call.result), walker.truncated))
 
 
 __all__ = ["ArgValue", "CachedRealpath", "Call", "Context", "Facts", "local_now", "prepare"]
