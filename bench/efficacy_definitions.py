@@ -1,13 +1,21 @@
-"""Detection and false-positive rates of the poisoning scan on a labelled sample.
+"""Detection and false-positive rates of tool-definition and tool-result scanning, through `mcpwall inspect`.
 
     python bench/efficacy_definitions.py [PATH.jsonl] [--verbose]
 
 PATH defaults to ../shared/efficacy/dev.jsonl (a sample of MCP-SafetyBench, MSB
-and MCPSecBench; see its README). Tool definitions are scanned with the other
-tools of their server (`meta.sibling_tools`) as peers, the way the gateway
-scans a server's tools against every other tool it knows; tool results are
-scanned as the text content of a tools/call result. A case counts as flagged
-when the scan reports any finding. Prints figures, asserts nothing.
+and MCPSecBench; see its README). Each case goes through the public command,
+`mcpwall inspect --json`, run in-process through the CLI's entry point:
+
+- a tool definition is saved as a two-server payload (`{"servers": {...}}`):
+  its own server holding it, and a server "siblings" holding the other tools
+  the benchmark lists beside it (`meta.sibling_tools`, names only), the way the
+  gateway and `inspect --all` check each server against the others; it counts
+  as flagged when inspect reports a finding on that tool;
+- a tool result is saved as a tools/call result with one text block; it
+  counts as flagged on any finding.
+
+Prints the table by attack class, the false positives (always) and the misses
+(with --verbose). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -15,25 +23,50 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from mcpwall.security.poisoning import Finding, scan_result, scan_tool, scan_tools
+from click.testing import CliRunner
+
+from mcpwall.cli import cli
+from mcpwall.security.poisoning import scan_result, scan_tools
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "efficacy" / "dev.jsonl"
-GOALS = {"definitions_detected": 0.90, "definitions_false_positive": 0.02, "responses_detected": 0.80}
+GOALS = {"definitions_detected": 0.95, "definitions_false_positive": 0.01, "responses_detected": 0.95,
+         "responses_false_positive": 0.02}
+_RUNNER = CliRunner()
 
 
-def scan_case(case: dict[str, Any]) -> list[Finding]:
+def payload_of(case: dict[str, Any]) -> dict[str, Any]:
+    """What is saved for `mcpwall inspect` to read."""
     payload, meta = case["payload"], case.get("meta") or {}
     if case["kind"] == "tool_definition":
         server = str(meta.get("server") or "server")
-        peers = {"siblings": [str(n) for n in meta.get("sibling_tools") or []]}
-        return scan_tool(payload, server=server, peers=peers)
+        siblings = [{"name": str(n), "inputSchema": {"type": "object"}} for n in meta.get("sibling_tools") or []]
+        return {"servers": {server: {"tools": [payload]}, "siblings": {"tools": siblings}}}
     content = payload.get("content")
     text = content if isinstance(content, str) else json.dumps(content)
-    return scan_result({"content": [{"type": "text", "text": text}]}, tool=str(payload.get("tool", ""))).findings
+    return {"content": [{"type": "text", "text": text}]}
+
+
+def inspect(data: dict[str, Any]) -> dict[str, Any]:
+    """`mcpwall inspect - --json` on `data`; exit 0 (clean) or 1 (findings), anything else is an error."""
+    result = _RUNNER.invoke(cli, ["inspect", "-", "--json"], input=json.dumps(data))
+    if result.exit_code not in (0, 1):
+        raise RuntimeError(f"inspect exited {result.exit_code}: {result.output[-500:]}")
+    out: dict[str, Any] = json.loads(result.stdout)
+    return out
+
+
+def scan_case(case: dict[str, Any]) -> list[dict[str, str]]:
+    """The findings `mcpwall inspect --json` reports on the case (a definition: on its own tool)."""
+    findings: list[dict[str, str]] = inspect(payload_of(case))["findings"]
+    if case["kind"] == "tool_definition":
+        server = str((case.get("meta") or {}).get("server") or "server")
+        name = case["payload"].get("name")
+        findings = [f for f in findings if f["server"] == server and f["tool"] == name]
+    return findings
 
 
 def main(argv: list[str]) -> int:
@@ -41,58 +74,57 @@ def main(argv: list[str]) -> int:
     paths = [a for a in argv if not a.startswith("--")]
     path = Path(paths[0]) if paths else DEFAULT
     cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    cases = [c for c in cases if c["kind"] in ("tool_definition", "response")]
     tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    by_type: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    kinds: Counter[str] = Counter()
+    by_class: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    kinds: dict[str, int] = defaultdict(int)
     misses, false_positives = [], []
     t0 = time.perf_counter()
-    scanned = 0
     for case in cases:
-        if case["kind"] not in ("tool_definition", "response"):
-            continue
-        scanned += 1
         findings = scan_case(case)
         flagged = bool(findings)
         slot = tally[(case["kind"], case["label"])]
         slot[0] += flagged
         slot[1] += 1
         if case["label"] == "malicious":
-            by_type[f"{case['kind']}:{case['attack_type']}"][0] += flagged
-            by_type[f"{case['kind']}:{case['attack_type']}"][1] += 1
-            kinds.update({f.kind for f in findings})
+            cls = by_class[f"{case['kind']}:{case['attack_type']}"]
+            cls[0] += flagged
+            cls[1] += 1
+            for kind in {f["kind"] for f in findings}:
+                kinds[kind] += 1
             if not flagged:
                 misses.append(case)
         elif flagged:
             false_positives.append((case, findings))
     elapsed = time.perf_counter() - t0
 
-    def rate(kind: str, label: str) -> tuple[float, str]:
+    def rate(kind: str, label: str) -> str:
         hit, total = tally[(kind, label)]
-        return (hit / total if total else 0.0), f"{hit}/{total}"
+        return f"{hit / total if total else 0.0:6.1%}  ({hit}/{total})"
 
-    d_tp, d_tp_s = rate("tool_definition", "malicious")
-    d_fp, d_fp_s = rate("tool_definition", "benign")
-    r_tp, r_tp_s = rate("response", "malicious")
-    r_fp, r_fp_s = rate("response", "benign")
-    print(f"sample: {path} ({scanned} definition/response cases, {elapsed * 1000 / max(scanned, 1):.2f} ms each)")
-    print(f"malicious tool definitions flagged : {d_tp:6.1%}  ({d_tp_s})   goal >= {GOALS['definitions_detected']:.0%}")
-    print(f"benign tool definitions flagged    : {d_fp:6.1%}  ({d_fp_s})   goal <= "
-          f"{GOALS['definitions_false_positive']:.0%}")
-    print(f"malicious tool results flagged     : {r_tp:6.1%}  ({r_tp_s})   goal >= {GOALS['responses_detected']:.0%}")
-    print(f"benign tool results flagged        : {r_fp:6.1%}  ({r_fp_s})")
-    print("\nby attack type (flagged/total):")
-    for name in sorted(by_type):
-        hit, total = by_type[name]
-        print(f"  {name:60s} {hit}/{total}")
-    print("\nfinding kinds on malicious cases:", dict(kinds.most_common()))
-    throughput(cases)
+    print(f"sample: {path} ({len(cases)} definition/result cases through `mcpwall inspect --json`, "
+          f"{elapsed * 1000 / max(len(cases), 1):.1f} ms each)\n")
+    print("| cases | flagged | goal |\n|---|---|---|")
+    print(f"| malicious tool definitions | {rate('tool_definition', 'malicious')} | "
+          f">= {GOALS['definitions_detected']:.0%} |")
+    print(f"| benign tool definitions | {rate('tool_definition', 'benign')} | "
+          f"<= {GOALS['definitions_false_positive']:.0%} |")
+    print(f"| malicious tool results | {rate('response', 'malicious')} | >= {GOALS['responses_detected']:.0%} |")
+    print(f"| benign tool results | {rate('response', 'benign')} | <= {GOALS['responses_false_positive']:.0%} |")
+    print("\n| class (malicious) | flagged |\n|---|---|")
+    for name in sorted(by_class):
+        hit, total = by_class[name]
+        print(f"| {name} | {hit}/{total} |")
+    print("\nfinding kinds on malicious cases:", dict(sorted(kinds.items(), key=lambda kv: -kv[1])))
+    print(f"\nfalse positives: {len(false_positives)}")
+    for case, findings in false_positives:
+        print(f"  {case['id']}: " + "; ".join(f"{f['kind']} ({f['severity']}): {f['evidence'][:160]}"
+                                              for f in findings))
+    print(f"misses: {len(misses)}" + ("" if verbose else " (--verbose lists them)"))
     if verbose:
         for case in misses:
-            print(f"\nMISS {case['id']} {case['attack_type']}: {json.dumps(case['payload'])[:400]}")
-        for case, findings in false_positives:
-            print(f"\nFALSE POSITIVE {case['id']}: {[f.as_dict() for f in findings]}")
-    else:
-        print(f"\n{len(misses)} miss(es), {len(false_positives)} false positive(s); --verbose lists them")
+            print(f"  {case['id']} {case['attack_type']}: {json.dumps(case['payload'])[:300]}")
+    throughput(cases)
     return 0
 
 

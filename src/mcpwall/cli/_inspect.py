@@ -149,7 +149,9 @@ def scan_servers(servers: Mapping[str, ServerSpec], timeout: float) -> tuple[lis
     for server in servers:
         if server not in listed:
             continue
-        findings += scan_tools(listed[server]["tools"], server=server, others=names)
+        # the other servers' definitions too: a description copied from another server is a finding
+        findings += scan_tools(listed[server]["tools"], server=server, others=names,
+                               definitions={s: got["tools"] for s, got in listed.items()})
         for key in ("prompts", "resources", "resourceTemplates"):
             for item in listed[server].get(key, []):
                 findings += scan_prompt(item, server=server)

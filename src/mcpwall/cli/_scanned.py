@@ -18,6 +18,9 @@ def payload_counts(data: Any) -> dict[str, int]:
         return {"tools": len(data)}
     if not isinstance(data, dict):
         return {}
+    if isinstance(data.get("servers"), dict):
+        return {"tools": sum(len(v.get("tools") or []) if isinstance(v, dict) else len(v)
+                             for v in data["servers"].values() if isinstance(v, dict | list))}
     for key in ("tools", "prompts", "content"):
         if isinstance(data.get(key), list):
             return {key: len(data[key])}

@@ -24,6 +24,8 @@ from typing import Any
 
 import re2
 
+from mcpwall.security._poisoning_quotes import blank_mentions
+
 _Q = "[`'\"\u2018\u2019\u201c\u201d]"
 _NAME = r"[A-Za-z][A-Za-z0-9]*(?:[_\-][A-Za-z0-9]+)+"  # snake or kebab case: how tools are named
 _I = re.IGNORECASE
@@ -32,6 +34,12 @@ _I = re.IGNORECASE
 _CAUTION = re.compile(r"\s+(?:always\s+|first\s+|also\s+|carefully\s+)?(?:ensure|verify|confirm|check|ask|obtain"
                       r"|get\s+(?:explicit\s+)?(?:user\s+)?(?:confirmation|approval|consent|permission)"
                       r"|double-check|be\s|review|consider|validate|warn|not\s)", re.IGNORECASE)
+#: "WARNING: this deletes...", "DANGEROUS OPERATION: may overwrite": a label followed by caution warns the person
+#: reading the docs; it borrows no authority.
+_WARNING_AFTER = re.compile(r"\s*(?:this\s+(?:tool|operation|action|command|function|call)\s+)?(?:may|might|can|could"
+                            r"|will|is\s+(?:destructive|irreversible|permanent|dangerous)|cannot be undone|use with"
+                            r"|irreversibl|permanent|destructive|requires?|only|not\b|never\b|do not|don't|be careful"
+                            r"|deletes?|overwrites?|removes?|modifies|changes)", re.IGNORECASE)
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
 
@@ -145,7 +153,10 @@ RULES: tuple[Rule, ...] = (
        r"|\b(?:is|are) (?:mandatory|required|compulsory) (?:for|before|when)\b"
        r"|\bstrictly (?:adhere|follow|comply)\b"
        r"|\b(?:adhere to|follow|obey|execute|comply with|carry out) (?:the |these )?(?:following|below|new|these|my)"
-       r" (?:instructions?|steps|commands?|directives?|orders)\b|\bdo the following\b", reject_after=_CAUTION),
+       r" (?:instructions?|steps|commands?|directives?|orders)\b|\bdo the following\b"
+       r"|\bfor (?:the )?(?:best|optimal|accurate|better|correct|full) (?:results|accuracy|performance|output),? "
+       r"(?:always |first |please )?(?:prepend|append|include|add|attach|put|pass|send|insert|provide|paste|set)\b",
+       reject_after=_CAUTION),
     # -- orders to call a named tool (1; 2 in results when the tool is named explicitly)
     _r("tool-call-explicit", "tool_call", 1,
        r"\b(?:use|call|invoke|run|execute|trigger|utili[sz]e|redirect to|switch to|using|calling|invoking)\s+"
@@ -186,7 +197,10 @@ RULES: tuple[Rule, ...] = (
        r"\b(?:pass|include|put|send|add|append|insert|provide|supply|attach|embed|copy)\s+(?:it|its (?:content|contents"
        r"|value)|the (?:content|contents|result|output|value|file|key|token)s?|them|this|that|these|those)\b[^.\n]{0,30}?"
        rf"\b(?:as|in|into|inside|within|to|via) (?:the |a |an )?(?:{_Q}?[\w-]+{_Q}? )?"
-       r"(?:parameter|argument|param|field|arg)\b"),
+       r"(?:parameter|argument|param|field|arg)\b"
+       r"|\b(?:prepend|append|attach|include|add|insert|embed|concatenat\w*|paste|put|send|pass|provide|supply)\w*\s+"
+       r"(?:the\s+)?(?:full\s+|entire\s+|raw\s+|complete\s+|exact\s+|whole\s+)?(?:contents?|text|value|output|body)"
+       r"\s+of\s+(?:the\s+|your\s+|their\s+)?[~/.$%\w]"),
     # -- secrets and shell startup files (1)
     _r("sensitive-path", "sensitive", 1,
        r"~/\.(?:ssh|aws|gnupg|kube|docker|config/gcloud|netrc|npmrc|pypirc|git-credentials|bash_history"
@@ -222,7 +236,8 @@ RULES: tuple[Rule, ...] = (
        r"|execution|action)\b"
        r"|\b(?:is|are) (?:currently )?(?:restricted|unavailable|blocked|suspended) (?:pending|due to|until)\b"),
     # -- borrowed authority: SYSTEM UPDATE:, compliance, security (1)
-    _r("authority-caps", "authority", 1, r"\b[A-Z]{3,}(?:[ -][A-Z]{2,}){1,3}\s*:", flags=re.MULTILINE),
+    _r("authority-caps", "authority", 1, r"\b[A-Z]{3,}(?:[ -][A-Z]{2,}){1,3}\s*:", flags=re.MULTILINE,
+       reject_after=_WARNING_AFTER),
     _r("authority", "authority", 1,
        r"\b(?:critical|important|urgent|mandatory|security|system|compliance|regulatory|research|environment(?:al)?"
        r"|performance|maintenance)(?:\s+\w+){0,2}\s+(?:update|alert|notice|protocol|maintenance|enhancement"
@@ -230,7 +245,44 @@ RULES: tuple[Rule, ...] = (
        r"|\b(?:important|attention)\s*:"
        r"|\bdue to (?:security|compliance|regulatory) (?:reasons|vulnerabilities|requirements|concerns)\b"
        r"|\bfor (?:security|compliance|regulatory|audit) (?:reasons|purposes|compliance|logging)\b"
-       r"|\b(?:regulatory|security) compliance\b|\baudit trail\b"),
+       r"|\b(?:regulatory|security) compliance\b|\baudit trail\b", reject_after=_WARNING_AFTER),
+    # -- claiming a role or privileges for the model: "you are now in admin mode", "act as root" (2)
+    _r("role-claim", "impersonation", 2,
+       r"\b(?:you (?:will |must |shall |should |are to |can )?(?:now |henceforth |from now on )?|from now on,? (?:you )?)"
+       r"(?:act|behave|operate|respond|function|pose) as\b"
+       r"|\byou are now (?:an? |the |in |acting as )?(?:\w+ ){0,2}(?:admin\w*|root|system|developer|unrestricted|dan"
+       r"|jailbroken|privileged|god|superuser|sudo|unfiltered|uncensored)\b"
+       r"|\byou (?:now )?(?:have|hold|possess|are granted|have been granted|have been given) (?:full |elevated "
+       r"|unrestricted |complete )?(?:admin(?:istrator|istrative)?|root|superuser|elevated|system|god[- ]mode|developer"
+       r"|sudo|unrestricted) (?:privileges|access|rights|permissions|mode)\b"
+       r"|\b(?:grant|give|assign|elevate)\w* yourself\b"
+       r"|\b(?:admin(?:istrator)?|root|developer|god|debug|maintenance|sudo|jailbreak) mode (?:is )?(?:now )?"
+       r"(?:enabled|activated|on|unlocked|engaged)\b"),
+    _r("role-caps-order", "impersonation", 2, r"\bACT AS\b|\bYOU ARE NOW\b", flags=re.MULTILINE),
+    # -- data that orders the agent to work on files: "a.log: Read the contents of the file README.md" (a tool's
+    #    own description says this of itself; a line of a result has no business to: 0 in definitions, 2 in results)
+    _r("data-order", "data_order", 0,
+       r"^\s*(?:[\w.\-/]+\.\w{1,5}\s*:\s*|[-*>]\s*)?(?:now\s+|please\s+|first,?\s+|next,?\s+|then\s+)?(?:read|open|cat"
+       r"|print|show|display|output|fetch|retrieve|send|upload|copy|email|post|delete|remove|erase|wipe|overwrite|list"
+       r"|summari[sz]e)\s+(?:me\s+)?(?:the\s+|all\s+)?(?:full\s+|entire\s+|complete\s+|raw\s+)?(?:contents?|text)\s+of\s+"
+       r"(?:the\s+|your\s+|every\s+|all\s+)?(?:files?\b|director(?:y|ies)\b|folders?\b|[\w.\-~/]+\.\w{1,5}\b|~/|/)", 2),
+    # -- the same claim shouted: "ACT AS", "SYSTEM DIRECTIVE", "ADMIN PRIVILEGES" (1: a real tool may say it
+    #    requires admin privileges)
+    _r("role-caps", "role", 1,
+       r"\bACT AS\b|\b(?:SYSTEM|ADMIN|ADMINISTRATOR|ROOT|DEVELOPER|OPERATOR|SECURITY|KERNEL) (?:DIRECTIVE|OVERRIDE"
+       r"|COMMAND|INSTRUCTION|PRIVILEGES?|ACCESS|MODE|AUTHORITY|ORDERS?)\b|\bELEVATED PRIVILEGES\b",
+       flags=re.MULTILINE),
+    # -- "decode this base64 and run it": data has no business to ask (1; 2 in results)
+    _r("decode-run", "decode_run", 1,
+       r"\bdecod\w*\b[^.\n]{0,80}?(?:\band\b|\bthen\b|,)\s*(?:then\s+)?(?:run|execute|eval\w*|exec|pipe (?:it |the result )?"
+       r"(?:to|into|through))\b|\b(?:run|execute|eval\w*)\s+(?:the\s+)?(?:decoded|base64[- ]decoded|de-?obfuscated)\b"
+       r"|\bbase64\s+(?:-d|--decode|-D)\b[^\n]{0,40}?\|\s*(?:ba|z|da)?sh\b", 2),
+    # -- an error that sends the agent to another tool or a URL (1; 2 in results)
+    _r("error-redirect", "error_redirect", 1,
+       r"(?:^|[\s\"'{\[(])(?:error|err|exception|failed|failure|unauthori[sz]ed|forbidden|access denied)\b[\"']?\s*[:=-]?"
+       r"[^\n]{0,160}?\b(?:call|use|invoke|run|execute|visit|open|go to|navigate to|fetch|curl|re-?authenticate (?:at|via)"
+       r"|authenticate (?:at|via|with)|retry (?:with|using|via))\s+(?:the\s+)?(?:tool\s+|function\s+|endpoint\s+|url\s+)?"
+       rf"(?:{_Q}?{_NAME}{_Q}?|https?://)", 2),
     # -- speaking to the model by name: "Note to the AI:", "ATTENTION AGENT" (1)
     _r("address-model", "address", 1,
        r"\b(?:note|message|guidance|instructions?|directive|reminder)s?\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant"
@@ -314,7 +366,18 @@ def _first(rule: Rule, text: str) -> Any:
 def hits(text: str, *, response: bool = False) -> list[Hit]:
     """The first match of every rule in `text` (already made visible by `_poisoning_chars.visible_text`).
 
-    One RE2 pass over all rules finds which can match; only those are run for their evidence."""
+    One RE2 pass over all rules finds which can match; only those are run for their evidence. Text that
+    would be flagged is read a second time with its quoted examples blanked (`_poisoning_quotes`): an
+    article that quotes an injection string mentions it, it does not say it."""
+    found = _hits(text, response)
+    if score(found) >= 2:
+        mentioned = blank_mentions(text)
+        if mentioned is not text:
+            found = _hits(mentioned, response)
+    return found
+
+
+def _hits(text: str, response: bool) -> list[Hit]:
     found: list[Hit] = []
     for index in sorted(_SET.Match(text) or ()):
         rule = RULES[index]

@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpwall.security import _poisoning_rules as rules
+from mcpwall.security._poisoning_capability import capabilities
 from mcpwall.security._poisoning_chars import clean, find_hidden, visible_text
-from mcpwall.security._poisoning_names import NameIndex, harvesting_params, name_findings
+from mcpwall.security._poisoning_copies import CopyIndex
+from mcpwall.security._poisoning_names import NameIndex, harvesting_params, name_findings, words
+from mcpwall.security._poisoning_secrets import secrets_in
 from mcpwall.security._poisoning_walk import MAX_NAME as _MAX_NAME
 from mcpwall.security._poisoning_walk import readings, walk
 
@@ -42,8 +45,13 @@ KINDS: dict[str, str] = {
     "lookalike_name": "a name that passes for another tool's (case, separators, look-alike letters, decoys)",
     "oversized_description": "a definition too large for a person to review",
     "unscannable_definition": "a definition nested too deep or too large to be read whole",
+    "capability": "a tool that says it exfiltrates, harvests credentials, destroys or persists",
+    "copied_description": "another tool's description under another name, on this server or another",
     "result_injection": "instructions aimed at the agent in a tool result",
+    "secret_in_result": "a credential or secret inside a tool result (inspect; the gateway's DLP masks it)",
 }
+#: Kinds found in results, not definitions: no definition action applies to them.
+RESULT_KINDS = frozenset({"result_injection", "secret_in_result"})
 #: Descriptions longer than this (characters, all text fields together) are reported.
 DEFAULT_MAX_DESCRIPTION = 4096
 REDACTED = "[mcpwall: removed text aimed at the agent]"
@@ -153,9 +161,12 @@ _QUOTED = re.compile(r"[`'\"\u2018\u2019\u201c\u201d]([^`'\"\u2018\u2019\u201c\u
 
 class PeerIndex:
     """The tools of every server (server -> names), indexed once for the name and shadowing checks
-    of a whole list: build one per list (or per set of catalogs) and pass it to `scan_tool`."""
+    of a whole list: build one per list (or per set of catalogs) and pass it to `scan_tool`.
+    `definitions` (server -> tools/list entries), when known, also finds copied descriptions."""
 
-    def __init__(self, peers: Mapping[str, Iterable[str]]) -> None:
+    def __init__(self, peers: Mapping[str, Iterable[str]],
+                 definitions: Mapping[str, Iterable[Mapping[str, Any]]] | None = None) -> None:
+        self.copies = CopyIndex(definitions)
         # names past _MAX_NAME are indexed by their start (the scan reports such a name unscannable)
         self.peers: dict[str, list[str]] = {s: [n[:_MAX_NAME] for n in names] for s, names in peers.items()}
         self.names = NameIndex(self.peers)
@@ -260,6 +271,15 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
     if harvest and walked.truncated is None:
         for path, evidence in harvesting_params(item.get("inputSchema")):
             add("context_harvesting", "high", evidence, f"inputSchema.properties.{path}")
+        # what the tool says it does: its prose and the words of its name ("steal_browser_passwords")
+        said = f"{' '.join(words(name))}.\n{prose[0]}" if name else prose[0]
+        caps = capabilities(said)
+        if caps:
+            add("capability", caps[0].severity, "; ".join(c.evidence for c in caps))
+        for other_server, other in index.copies.copies_of({**item, "name": name}, server):
+            on = "this server" if other_server == server else f"server {other_server!r}"
+            add("copied_description", "medium" if other_server == server else "high",
+                f"the description of {other!r} on {on}, under another name")
 
     for nf in name_findings(name or label, server, index.peers, index.names):
         add(nf.kind, nf.severity, nf.evidence, "name")
@@ -274,12 +294,16 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
 
 def scan_tools(tools: Sequence[Mapping[str, Any]], *, server: str = "",
                others: Mapping[str, Iterable[str]] | None = None,
-               max_description: int = DEFAULT_MAX_DESCRIPTION) -> list[Finding]:
+               max_description: int = DEFAULT_MAX_DESCRIPTION,
+               definitions: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> list[Finding]:
     """Every problem in one server's tools/list, each tool checked against its siblings and `others`
-    (the tools of the other servers: server -> names)."""
+    (the tools of the other servers: server -> names). `definitions` (server -> tools/list entries)
+    adds the other servers' descriptions, for copies across servers."""
     peers: dict[str, list[str]] = {k: list(v) for k, v in (others or {}).items() if k != server}
     peers[server] = [str(t.get("name")) for t in tools if isinstance(t, Mapping) and t.get("name")]
-    index = PeerIndex(peers)
+    listed = {k: [t for t in v if isinstance(t, Mapping)] for k, v in (definitions or {}).items() if k != server}
+    listed[server] = [t for t in tools if isinstance(t, Mapping)]
+    index = PeerIndex(peers, listed)
     out: list[Finding] = []
     for tool in tools:
         if isinstance(tool, Mapping):
@@ -411,22 +435,45 @@ _SANITIZE_DEPTH = 256
 
 def scan_payload(data: Any, *, max_description: int = DEFAULT_MAX_DESCRIPTION) -> list[Finding]:
     """A saved tools/list result (`{"tools": [...]}`), tools/call result (`{"content": [...]}`),
-    prompts/list result, or a JSON-RPC response wrapping one. Raises ValueError for anything else."""
+    prompts/list result, a JSON-RPC response wrapping one, or several servers' tool lists
+    (`{"servers": {NAME: {"tools": [...]}}}`). Raises ValueError for anything else."""
     if isinstance(data, dict) and isinstance(data.get("result"), dict) and "jsonrpc" in data:
         data = data["result"]
     if isinstance(data, list) and all(isinstance(t, dict) and "name" in t for t in data):
         data = {"tools": data}
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object holding a tools/list or tools/call result")
+    if isinstance(data.get("servers"), dict):
+        return _scan_servers(data["servers"], max_description)
     if isinstance(data.get("tools"), list):
         return scan_tools(data["tools"], max_description=max_description)
     if isinstance(data.get("prompts"), list):
         return [f for p in data["prompts"] if isinstance(p, dict) for f in scan_prompt(p)]
     if isinstance(data.get("content"), list) or "structuredContent" in data:
-        return scan_result(data).findings
+        # no gateway masks a saved result: the secrets in it are findings of their own
+        found = scan_result(data).findings
+        for kind, path, severity in secrets_in(data):
+            found.append(Finding("", "secret_in_result", severity, f"a {kind} at {path} (masked by the gateway's "
+                                 "DLP stage when relayed)", path))
+        return found
     raise ValueError("expected {\"tools\": [...]} (a tools/list result) or {\"content\": [...]} "
                      "(a tools/call result)")
 
 
-__all__ = ["DEFAULT_MAX_DESCRIPTION", "KINDS", "REDACTED", "SEVERITIES", "Finding", "PeerIndex", "ResultScan",
+def _scan_servers(servers: Mapping[str, Any], max_description: int) -> list[Finding]:
+    """`{"servers": {NAME: {"tools": [...]}}}`: several servers' saved lists, each checked against the
+    others' names and descriptions, as `inspect --all` checks live servers."""
+    listed: dict[str, list[Mapping[str, Any]]] = {}
+    for server, value in servers.items():
+        tools = value.get("tools") if isinstance(value, dict) else value
+        if not isinstance(tools, list):
+            raise ValueError(f"servers.{server}: expected {{\"tools\": [...]}}")
+        listed[str(server)] = [t for t in tools if isinstance(t, Mapping)]
+    names = {s: [str(t.get("name")) for t in tools if t.get("name")] for s, tools in listed.items()}
+    return [f for s, tools in listed.items() for f in scan_tools(tools, server=s, others=names,
+                                                                  max_description=max_description,
+                                                                  definitions=listed)]
+
+
+__all__ = ["DEFAULT_MAX_DESCRIPTION", "KINDS", "REDACTED", "RESULT_KINDS", "SEVERITIES", "Finding", "PeerIndex", "ResultScan",
            "sanitize", "scan_payload", "scan_prompt", "scan_result", "scan_text", "scan_tool", "scan_tools", "worst"]

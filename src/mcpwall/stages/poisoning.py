@@ -45,6 +45,7 @@ from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.protocol.naming import resource_owner, split
 from mcpwall.security import poisoning as _scan
 from mcpwall.security._poisoning_chars import clean as _clean_text
+from mcpwall.security._poisoning_copies import copy_key
 from mcpwall.security.poisoning import (
     Finding,
     PeerIndex,
@@ -71,6 +72,10 @@ DEFAULT_ACTIONS: dict[str, str | dict[str, str]] = {
     "name_collision": "warn",
     "oversized_description": "warn",
     "unscannable_definition": "block",
+    # a tool that says it steals, destroys or persists is hidden; a softer claim (deleting all files) warns
+    "capability": {"high": "block", "medium": "warn", "low": "warn"},
+    # both copies are reported: hiding either would let any server hide another's tool by copying it
+    "copied_description": "warn",
 }
 _STRENGTH = {"allow": 0, "warn": 1, "ask": 2, "hide": 3, "block": 3}
 _KEYS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources"}
@@ -88,9 +93,9 @@ class PoisoningConfig:
             raise ConfigError(f"stages.poisoning: unknown key(s) {', '.join(sorted(unknown))}")
         self.actions: dict[str, str | dict[str, str]] = dict(DEFAULT_ACTIONS)
         for kind, action in (section.get("actions") or {}).items():
-            if kind not in _scan.KINDS or kind == "result_injection":
+            if kind not in _scan.KINDS or kind in _scan.RESULT_KINDS:
                 raise ConfigError(f"stages.poisoning.actions: unknown finding kind {kind!r}; "
-                                  f"known: {', '.join(k for k in _scan.KINDS if k != 'result_injection')}")
+                                  f"known: {', '.join(k for k in _scan.KINDS if k not in _scan.RESULT_KINDS)}")
             if isinstance(action, dict):
                 for sev, act in action.items():
                     _check(f"stages.poisoning.actions.{kind}.{sev}", act, DEFINITION_ACTIONS)
@@ -164,6 +169,12 @@ class PoisoningStage(Stage):
         servers = getattr(self.gateway, "servers", {}) or {}
         return {name: list(s.catalog.tools) for name, s in servers.items()}
 
+    def _definitions(self) -> dict[str, list[dict[str, Any]]]:
+        """Every server's tools as listed, for the copied-description check across servers."""
+        servers = getattr(self.gateway, "servers", {}) or {}
+        return {name: [{**d, "name": n} for n, d in s.catalog.tools.items() if isinstance(d, dict)]
+                for name, s in servers.items()}
+
     # ------------------------------------------------------------------ definitions
 
     def peer_set(self) -> tuple[dict[str, list[str]], str]:
@@ -179,7 +190,10 @@ class PoisoningStage(Stage):
                 a[0] == b[0] and a[1] is b[1] and a[2] == b[2] for a, b in zip(memo[0], key, strict=True)):
             return memo[1]
         peers = self._peers()
-        value = peers, hashlib.sha256(orjson.dumps(sorted((s, sorted(n)) for s, n in peers.items()))).hexdigest()
+        # the descriptions count too (a copy appears when a peer's description changes), by their copy keys
+        copies = sorted((s, t["name"], copy_key(t) or "") for s, tools in self._definitions().items() for t in tools)
+        value = peers, hashlib.sha256(orjson.dumps([sorted((s, sorted(n)) for s, n in peers.items()),
+                                                    copies])).hexdigest()
         self._peer_memo = (key, value)
         return value
 
@@ -199,7 +213,7 @@ class PoisoningStage(Stage):
             return cached
         if key == "tools":
             if self._index is None or self._index[0] != peer_sig:
-                self._index = (peer_sig, PeerIndex(peers))
+                self._index = (peer_sig, PeerIndex(peers, self._definitions()))
             findings = scan_tool({**item, "name": name}, server=server, index=self._index[1],
                                  max_description=self.config.max_description)
         else:
