@@ -15,6 +15,9 @@ CONF_STAMP := $(CONF_DIR)/node_modules/.installed
 TOOLS_DIR   := tests/tools
 TOOLS_STAMP := $(TOOLS_DIR)/node_modules/.installed
 MCPWALL_RUN_HOME ?= $(HOME)/.mcpwall
+# The demo policy for the example servers (the README's quick start), and the port.
+MCPWALL_RUN_POLICY ?= examples/policy.yaml
+MCPWALL_RUN_PORT ?= 9420
 say = @echo "==> $(1)"
 
 .PHONY: run runtime test unit lint typecheck pytest bench setup system native clean
@@ -66,12 +69,14 @@ $(TOOLS_STAMP): $(TOOLS_DIR)/package.json $(TOOLS_DIR)/package-lock.json
 	@npm ci --prefix $(TOOLS_DIR) --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# Start the gateway on its embedded defaults: SQLite ledger and default policy
-# in $(MCPWALL_RUN_HOME), the example servers from examples/servers.json.
+# Start the gateway on the example servers from examples/servers.json under the
+# demo policy (the built-in default plus rules that allow, redact and ask), with its
+# SQLite ledger and token in $(MCPWALL_RUN_HOME), on 127.0.0.1:$(MCPWALL_RUN_PORT).
 # It uses the compiled hot path when `make test` or `make native` has built it.
 run: runtime
-	$(call say,starting the gateway (state in $(MCPWALL_RUN_HOME)))
-	@$(BIN)/mcpwall proxy --home $(MCPWALL_RUN_HOME) --servers examples/servers.json
+	$(call say,starting the gateway (policy $(MCPWALL_RUN_POLICY), state in $(MCPWALL_RUN_HOME)))
+	@$(BIN)/mcpwall proxy --home $(MCPWALL_RUN_HOME) --policy $(MCPWALL_RUN_POLICY) --port $(MCPWALL_RUN_PORT) \
+		--servers examples/servers.json
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check src tests bench tools

@@ -8,11 +8,12 @@
 #   g++, libre2-dev             the policy engine's RE2::Set binding (src/mcpwall/policy/_re2set.cpp)
 #   libsqlite3-dev, libssl-dev  the ledger's C writer and row builder (src/mcpwall/ledger/_bulk.c, _rows.c)
 #   wrk            the HTTP load of bench/proxy_overhead.py (make bench)
+#   curl           the README's quick start, which tests/test_quickstart.py runs as printed
 # As root it runs apt-get directly, otherwise through sudo; it prints what it installs, and does
 # nothing (quickly) when every package is there. Not Debian (no dpkg-query): it says so and goes on.
 set -euo pipefail
 
-packages=(bubblewrap postgresql redis-server chromium gcc g++ libre2-dev libsqlite3-dev libssl-dev wrk)
+packages=(bubblewrap postgresql redis-server chromium gcc g++ libre2-dev libsqlite3-dev libssl-dev wrk curl)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "system packages: not a Debian system; install the equivalents of: ${packages[*]}" >&2
