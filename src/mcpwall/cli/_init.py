@@ -76,6 +76,26 @@ def _make_private(console: Any, path: Path) -> None:
         pass
 
 
+def kept_policy_note(path: Path, requested: str) -> str:
+    """What keeping a policy.yaml that init did not write means for `--policy REQUESTED`."""
+    from mcpwall.errors import MCPWallError
+    from mcpwall.policy import load_policy
+
+    try:
+        kept = load_policy(path).mode
+    except MCPWallError as exc:
+        return (f"Keeping your {path} (init did not write it), but it does not load: {exc}. mcpwall refuses to start "
+                "on it until it is fixed; --overwrite-policy replaces it (your file is not backed up).")
+    head = f"Keeping your {path} ({kept} mode; init did not write it, so --policy {requested} did not change it)."
+    if kept == requested:
+        return head + " --overwrite-policy replaces it."
+    means = ("every call through mcpwall, wrapped servers included, is decided by its rules and a call they deny "
+             "is blocked, not only recorded" if kept == "enforce" else
+             "nothing is blocked: calls its rules deny are only recorded")
+    return (f"{head} That means {means}. To get a {requested}-mode policy, set `mode: {requested}` in it, or run "
+            f"init again with --overwrite-policy, which replaces it (your file is not backed up).")
+
+
 @click.command()
 @click.option("--policy", "mode", type=click.Choice(["audit", "enforce"]), default="audit", show_default=True,
               help="Mode of the policy written: audit records what enforce would block.")
@@ -119,6 +139,9 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
     exe = mcpwall_path or find_mcpwall()
     state = policy_state(state_home)
     own_policy = state in ("absent", "ours") or overwrite_policy
+    kept_note = None if own_policy else kept_policy_note(state_home / "policy.yaml", mode)
+    if kept_note:  # before the prompt: it is what the servers about to be wrapped will run under
+        console.print(kept_note, soft_wrap=True, markup=False)
     kwargs: dict[str, Any] = {"exe": exe, "gateway": gateway_url, "home_arg": _home_arg(state_home),
                               "route_remote": own_policy, "admin_tokens": admin_tokens(state_home)}
     p = plan_init(result, state_home, **kwargs)
@@ -136,7 +159,7 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
         p = plan_init(result, state_home, tokens=issue_tokens(state_home, needing), **kwargs)
         tokens = {c: str(state_home / "run" / "tokens" / f"{identity_for(c)}.token") for c in sorted(needing)}
     summary: dict[str, Any] = {"dryRun": dry_run, "mode": mode, "policy": None, "report": None, "rewritten": [],
-                               "tokens": tokens,
+                               "tokens": tokens, "keptPolicy": kept_note,
                                "errors": [], "skipped": [{"client": e.client, "name": e.name, "path": str(e.file),
                                                           "reason": r} for e, r in p.skipped]}
     if dry_run:
@@ -152,8 +175,6 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
             summary["policy"] = str(write_policy(state_home, policy_text(mode, hosts, servers, len(result.servers))))
             console.print(f"Wrote policy ({mode} mode) to {summary['policy']}", soft_wrap=True, markup=False)
         else:
-            console.print(f"Kept your {state_home / 'policy.yaml'} (not written by init; --overwrite-policy replaces it)",
-                          soft_wrap=True, markup=False)
             _make_private(console, state_home / "policy.yaml")
         report_path = state_home / "risk-report.md"
         write_atomic(report_path, render_markdown(data, scrub).encode("utf-8"), 0o600)
