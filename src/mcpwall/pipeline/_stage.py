@@ -94,6 +94,10 @@ class RequestContext:
     bytes_out: int = 0
     #: this request is its server's half-open circuit probe (see stages/circuit.py)
     probe: bool = False
+    #: the W3C trace context of the HTTP request that carried it (`traceparent`, `tracestate`)
+    trace_headers: dict[str, str] | None = None
+    #: the call's span while traces are on (`mcpwall.telemetry`), else None
+    span: Any = None
 
 
 class Stage:

@@ -210,6 +210,8 @@ class PolicyFile(_Strict):
     ledger: dict[str, Any] | None = None
     rbac: dict[str, Any] | None = None
     stages: dict[str, Any] | None = None
+    # OpenTelemetry traces (mcpwall.telemetry validates it; docs/TRACING.md).
+    telemetry: dict[str, Any] | bool | None = None
 
     @field_validator("version", mode="before")
     @classmethod

@@ -44,6 +44,7 @@ from mcpwall.proxy._requests import Pending
 from mcpwall.proxy._routing import ROUTED, Router
 from mcpwall.proxy._server_messages import CLIENT_NOTIFICATIONS, ServerMessages
 from mcpwall.proxy._server_traffic import ServerTraffic
+from mcpwall.proxy._traced import TracedPipeline
 from mcpwall.proxy._upstream import UpstreamServer
 from mcpwall.stages import Components, RequestContext, Stage
 from mcpwall.state import StateStore
@@ -73,7 +74,9 @@ class Gateway:
                  options: GatewayOptions | None = None, components: Components | None = None) -> None:
         self.policy = policy
         self.options = options or GatewayOptions()
-        self.pipeline = Pipeline(stages)
+        tracing = components.tracing if components is not None else None
+        # Chosen once: without traces the plain pipeline runs, with no check per call or stage.
+        self.pipeline = Pipeline(stages) if tracing is None else TracedPipeline(stages, tracing)
         self.servers: dict[str, UpstreamServer] = {
             name: UpstreamServer(name, spec, self) for name, spec in servers.items() if not spec.disabled}
         #: the one exit of server messages to clients (masked), and the gateway's answer to roots/list
@@ -96,7 +99,7 @@ class Gateway:
         self.router = Router(self)
         self.traffic = ServerTraffic(self)
         #: parts with a lifecycle and no pipeline hook, added by the app builder (`add_service`)
-        self.services: list[Service] = []
+        self.services: list[Service] = [] if tracing is None else [tracing]  # flushed at stop
         if self.components.approvals is not None:
             self.components.approvals.bind(self)  # elicited approvals reach sessions through the gateway
         for stage in stages:
@@ -284,8 +287,9 @@ class Gateway:
         return None
 
     async def handle_request(self, session: Session, msg: Message, emit: Emit | None = None,
-                             bytes_in: int = 0) -> Message | None:
-        """Serve one client request (checked to be one); returns the answer, or None if cancelled."""
+                             bytes_in: int = 0, trace_headers: dict[str, str] | None = None) -> Message | None:
+        """Serve one client request (checked to be one); returns the answer, or None if cancelled.
+        `trace_headers`: the W3C trace context of the HTTP request that carried it."""
         try:
             kind = classify(msg)
         except ProtocolError as exc:
@@ -295,15 +299,17 @@ class Gateway:
             return exc.to_message()
         if kind != "request":
             return error(None, ErrorCode.INVALID_REQUEST, "expected a request")
-        return await self._request(session, msg, emit, bytes_in)
+        return await self._request(session, msg, emit, bytes_in, trace_headers)
 
-    async def _request(self, session: Session, msg: Message, emit: Emit | None, bytes_in: int) -> Message | None:
+    async def _request(self, session: Session, msg: Message, emit: Emit | None, bytes_in: int,
+                       trace_headers: dict[str, str] | None = None) -> Message | None:
         if self.taps:
             self.tap(session, "in", msg)
             if emit is not None:
                 emit = self._tapped(session, emit)
         params = msg.get("params") or {}
-        ctx = RequestContext(self, session, msg, msg["method"], msg["id"], params, emit=emit, bytes_in=bytes_in)
+        ctx = RequestContext(self, session, msg, msg["method"], msg["id"], params, emit=emit, bytes_in=bytes_in,
+                             trace_headers=trace_headers)
         task = asyncio.current_task()
         session.inflight[ctx.id] = Inflight(server=None, task=task)
         try:

@@ -57,6 +57,7 @@ from mcpwall.proxy._routes import ANY, Mount, Route, Routes, not_found
 from mcpwall.proxy._sse import answer_request, get_stream
 from mcpwall.proxy._status import StatusRoutes
 from mcpwall.stages import AuthStage, Reject
+from mcpwall.telemetry import trace_headers
 
 log = logging.getLogger("mcpwall.http")
 
@@ -272,7 +273,8 @@ class HttpFrontend:
         extra = [(b"mcp-session-id", session.id.encode())]
         if "method" in msg and "id" in msg:
             await answer_request(receive, send, partial(self.gateway.handle_request, session, msg,
-                                                        bytes_in=len(raw)), extra)
+                                                        bytes_in=len(raw), trace_headers=trace_headers(headers)),
+                                 extra)
             return
         refusal = await self.gateway.handle(session, msg)
         if refusal is not None:  # an invalid message
@@ -343,7 +345,8 @@ class HttpFrontend:
         session.last_seen = time.monotonic()
         if "method" in msg and "id" in msg:
             try:
-                response = await self.gateway.handle_request(session, msg, None, bytes_in=len(raw))
+                response = await self.gateway.handle_request(session, msg, None, bytes_in=len(raw),
+                                                             trace_headers=trace_headers(headers))
             except asyncio.CancelledError:
                 # Cancelled by the client (notifications/cancelled): no answer, as for a notification.
                 response = None

@@ -10,8 +10,9 @@ built here from its own policy block, by a function of its module.
 
 Order: the ledger first (it is also the durable state when there is one,
 unless `--state redis://` names a shared store), then the approval service
-over that state, the webhook sender, the metrics registry and the honeytoken
-registry.
+over that state, the webhook sender, the metrics registry, the honeytoken
+registry and, when policy.yaml's `telemetry:` or the OTEL_* variables ask for
+traces, the tracer (`mcpwall.telemetry`; otherwise never imported).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from mcpwall.metrics import GatewayMetrics
     from mcpwall.notify import Notifier
     from mcpwall.pipeline import RequestContext, Tap, ToolFilter, UpstreamView
+    from mcpwall.telemetry._tracing import Tracing
 
 
 @dataclass(eq=False)
@@ -51,6 +53,8 @@ class Components:
     call_listeners: list[Callable[[RequestContext], None]] = field(default_factory=list)
     #: called when an upstream's catalog changed (pins re-check the server's definitions)
     catalog_listeners: list[Callable[[UpstreamView], object]] = field(default_factory=list)
+    #: the tracer when traces are on: the gateway then runs the traced pipeline (proxy/_traced.py)
+    tracing: Tracing | None = None
 
 
 def build_components(config: Mapping[str, Any], settings: Any = None,
@@ -59,11 +63,13 @@ def build_components(config: Mapping[str, Any], settings: Any = None,
     from mcpwall.stages.audit import ledger_from
     from mcpwall.stages.metrics import metrics_from
     from mcpwall.stages.notify import approvals_from, notifier_from
+    from mcpwall.telemetry import tracing_from
 
     ledger = ledger_from(config, settings)
     store: StateStore = state if state is not None else ledger if ledger is not None else MemoryStateStore()
     return Components(state=store, ledger=ledger, approvals=approvals_from(config, settings),
-                      notifier=notifier_from(config), metrics=metrics_from(config))
+                      notifier=notifier_from(config), metrics=metrics_from(config),
+                      tracing=tracing_from(config.get("telemetry")))
 
 
 __all__ = ["Components", "build_components"]
