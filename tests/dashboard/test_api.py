@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcpwall.dashboard import COOKIE, CSP
 from tests.approvals.harness import EVERYTHING, ask_policy, served
+from tests.dashboard.harness import call_once_accepted, pin_other_definition
 from tests.harness import MemoryClient, build_gateway, free_port, started
 from tests.proxy.harness import http_client
 
@@ -284,3 +285,57 @@ async def test_a_gateway_without_a_ledger_shows_its_calls_from_memory(tmp_path: 
             assert (await http.post("/api/simulate", json={"tool": "echo"})).status_code == 403
             assert (await http.post("/api/simulate", json={"tool": "echo"},
                                     headers={"X-CSRF-Token": csrf})).status_code == 200
+
+
+async def test_a_changed_tool_is_accepted_through_the_api_with_the_gateway_token_and_the_hash_shown(
+        tmp_path: Path) -> None:
+    """Issue 27 item 9: the servers page accepts a pin; an agent's token, a missing CSRF token or a
+    definition that changed again since it was shown are refused."""
+    agent_token = "agent-" + "p" * 40
+    async with served(tmp_path, ask_policy(), agent_tokens={"bot": agent_token}) as gw, \
+            http_client(f"{gw.url}/mcp", gw.token) as client:
+        await client.list_tools()
+        pin_other_definition(gw, "ev", "get-sum", "Adds two numbers, as it was first pinned")
+        listed = {t.name for t in (await client.list_tools()).tools}
+        assert "ev__get-sum" not in listed  # a changed tool is withheld until a person accepts it
+        assert "ev__echo" in listed
+        with pytest.raises(MCPError):
+            await client.call_tool("ev__get-sum", {"a": 1, "b": 2})
+        async with gw.api() as http:
+            pins = (await http.get("/api/pins", params={"server": "ev"})).json()
+            [change] = [p for p in pins["pins"] if p["state"] == "pending"]
+            assert (change["name"], change["pending"]["change"]) == ("get-sum", "changed")
+            assert '-  "description": "Adds two numbers, as it was first pinned"' in change["diff"]
+            [ev] = (await http.get("/api/servers")).json()["servers"]
+            tools = {t["name"]: t["pin"] for t in ev["tool_list"]}
+            assert (tools["get-sum"], tools["echo"]) == ("pending", "pinned")
+            body = {"server": "ev", "kind": "tool", "name": "get-sum", "hash": change["pending"]["hash"]}
+            async with gw.api(agent_token) as agent:
+                refused = await agent.post("/api/pins/accept", json=body)
+                assert refused.status_code == 403
+            stale = await http.post("/api/pins/accept", json={**body, "hash": "0" * 64})
+            assert stale.status_code == 409
+            assert "changed again" in stale.json()["error"]
+            assert (await http.post("/api/pins/accept", json={**body, "kind": 3})).status_code == 400
+        async with _login(gw.url, gw.token) as (browser_like, csrf):
+            assert (await browser_like.post("/api/pins/accept", json=body)).status_code == 403  # no CSRF token
+            accepted = await browser_like.post("/api/pins/accept", json=body, headers={"X-CSRF-Token": csrf})
+            assert accepted.status_code == 200, accepted.text
+            again = await browser_like.post("/api/pins/accept", json=body, headers={"X-CSRF-Token": csrf})
+            assert again.status_code == 409  # nothing pending any more
+        assert "3" in await call_once_accepted(client, "ev__get-sum", {"a": 1, "b": 2})
+
+
+
+async def test_a_browser_at_the_root_is_sent_to_the_dashboard_and_a_json_rpc_client_is_not(tmp_path: Path) -> None:
+    """Issue 27 item 9: `/` in a browser redirects to /ui/; MCP clients at `/` get today's 401."""
+    async with served(tmp_path, ask_policy()) as gw, httpx.AsyncClient(base_url=gw.url, trust_env=False) as anon:
+        page = await anon.get("/", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+        assert (page.status_code, page.headers["location"]) == (303, "/ui/")
+        rpc = await anon.post("/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                              headers={"Accept": "application/json, text/event-stream"})
+        assert rpc.status_code == 401
+        assert rpc.json()["error"]["message"].startswith("Unauthorized")
+        assert (await anon.get("/", headers={"Accept": "text/event-stream"})).status_code == 401
+        rebound = await anon.get("/", headers={"Accept": "text/html", "Host": "evil.example"})
+        assert rebound.status_code == 403  # the DNS-rebinding guard comes first

@@ -8,15 +8,12 @@ in the live table without a reload; a pending ask is approved by clicking and th
 completes; the simulate form shows the rule trace. Markup in a tool's arguments is shown as
 text and never runs; a fetch without the CSRF token is refused; the page logs no console error
 (our own CSP would report any inline script or foreign asset). A screenshot of every page goes
-to test-artifacts/dashboard/.
+to test-artifacts/dashboard/ (`tests.dashboard.harness`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,59 +21,13 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from playwright.async_api import expect
 
-from tests.approvals.harness import ROOT, Served, ask_policy, served
+from tests.approvals.harness import ask_policy, served
+from tests.dashboard.harness import browser, login, shot
 from tests.proxy.harness import http_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = ROOT / "test-artifacts" / "dashboard"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 XSS = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
-
-
-@contextlib.asynccontextmanager
-async def browser(tmp_path: Path) -> AsyncIterator[tuple[Any, list[str]]]:
-    """A page in a fresh Chromium profile, and the console errors it logs."""
-    from playwright.async_api import async_playwright
-
-    assert shutil.which(CHROMIUM), "Debian's chromium is needed: apt-get install -y chromium"
-    profile = tmp_path / "chromium-profile"
-    profile.mkdir()
-    errors: list[str] = []
-    async with async_playwright() as p:
-        context = await p.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=ARGS,
-            viewport={"width": 1440, "height": 900})
-        try:
-            page = context.pages[0] if context.pages else await context.new_page()
-            page.set_default_timeout(15_000)
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            yield page, errors
-        finally:
-            await context.close()
-
-
-async def login(page: Any, gw: Served, errors: list[str]) -> None:
-    """Log in through the form, after a wrong token first (its 401 is the one expected console error)."""
-    await page.goto(f"{gw.url}/ui/")
-    assert page.url.endswith("/ui/login")
-    await page.fill('input[name="token"]', "wrong")
-    await page.click('button[type="submit"]')
-    await page.wait_for_selector("text=Wrong token.")
-    await shot(page, "login")
-    await page.fill('input[name="token"]', gw.token)
-    await page.click('button[type="submit"]')
-    await page.wait_for_url(f"{gw.url}/ui/")
-    assert errors == ["Failed to load resource: the server responded with a status of 401 (Unauthorized)"]
-    errors.clear()
-
-
-async def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 async def test_a_blocked_call_appears_live_and_every_page_renders(tmp_path: Path) -> None:

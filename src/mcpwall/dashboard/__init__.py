@@ -3,9 +3,10 @@
     dashboard = create_app(GatewayConsole(gateway), auth)    # inside the gateway: DashboardService
     dashboard = create_app(HomeConsole(ledger, policy), auth)  # `mcpwall dashboard --home H`
 
-Pages under `/ui/` (overview with cards, chart and live stream; calls;
-approvals; simulate; servers), the JSON API under `/api/` and Server-Sent
-Events at `/api/events`. See docs/DASHBOARD.md.
+Pages under `/ui/` (overview with cards, policy and ledger status, chart and
+live stream; calls; approvals; per-session timeline; simulate; servers with
+their tools and pin changes to accept), the JSON API under `/api/` and
+Server-Sent Events at `/api/events`. See docs/DASHBOARD.md.
 """
 
 from __future__ import annotations

@@ -9,8 +9,12 @@
     POST /api/approvals/{id}/deny          {"reason"?: str}
     GET  /api/grants                       active "approve similar" grants
     POST /api/grants/{id}/revoke           (also DELETE /api/grants/{id})
-    GET  /api/pins[?server=S]              tool-definition pins and their state
-    GET  /api/servers                      servers, risk level, circuit, pin state
+    GET  /api/pins[?server=S]              tool-definition pins and their state (a pending change with its diff)
+    POST /api/pins/accept                  {"server", "kind", "name", "hash"}: the pending definition becomes the pin
+    GET  /api/servers                      servers, risk level, circuit, tools, pin state
+    GET  /api/status                       policy (revision, mode, refused or held reload) and ledger integrity
+    POST /api/ledger/verify                check the ledger's chain now (`verify-audit`)
+    GET  /api/sessions, /api/timeline?session=ID   the per-session timeline (`_timeline`)
     POST /api/simulate                     {"server", "tool", "args", "client"?, "agent"?} -> decision and rule trace
 
 Every route passes the `Guard` (token or login cookie, CSRF on state changes).
@@ -27,8 +31,10 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mcpwall.approvals import ApprovalError
+from mcpwall.approvals import ApprovalError, mask_secrets
 from mcpwall.dashboard._auth import Principal, Refusal
+from mcpwall.dashboard._console import PinRefused
+from mcpwall.dashboard._timeline import MAX_EVENTS, sessions, timeline
 from mcpwall.errors import InternalError, MCPWallError
 from mcpwall.ledger import LedgerQuery, parse_time
 
@@ -71,6 +77,15 @@ async def read_json(request: Request) -> dict[str, Any]:
     return value
 
 
+def _limit(request: Request, default: int, most: int) -> int:
+    """The `limit` query parameter, 1..most."""
+    text = (request.query_params.get("limit") or "").strip()
+    try:
+        return max(1, min(int(text or default), most))
+    except ValueError as exc:
+        raise HttpError(400, "limit must be an integer") from exc
+
+
 class Api:
     """Route handlers bound to one dashboard."""
 
@@ -86,7 +101,7 @@ class Api:
             return await self._route(request, request.method, parts, who)
         except HttpError as exc:
             return json_response({"error": str(exc)}, exc.status)
-        except ApprovalError as exc:
+        except (ApprovalError, PinRefused) as exc:
             return json_response({"error": str(exc)}, exc.status)
         except (MCPWallError, ValueError) as exc:
             if isinstance(exc, InternalError) and not isinstance(exc, ValueError):
@@ -117,6 +132,15 @@ class Api:
                 return json_response(self._pins(request.query_params.get("server")))
             if parts == ["servers"]:
                 return json_response({"servers": await asyncio.to_thread(d.console.servers), "mode": d.console.mode})
+            if parts == ["status"]:
+                return json_response(await self._status())
+            if parts == ["sessions"]:
+                return json_response(await sessions(d.feed, _limit(request, 50, 200)))
+            if parts == ["timeline"]:
+                session = (request.query_params.get("session") or "").strip()
+                cursor = request.query_params.get("cursor") or None
+                return json_response(await timeline(d.feed, session, cursor,
+                                                              _limit(request, 500, MAX_EVENTS)))
         elif method == "POST":
             if len(parts) == 3 and parts[0] == "approvals" and parts[2] in ("approve", "deny"):
                 return json_response(await self._answer(request, parts[1], parts[2], who))
@@ -124,11 +148,34 @@ class Api:
                 return json_response(d.console.revoke(parts[1]))
             if parts == ["simulate"]:
                 return json_response(d.console.simulate(await read_json(request)))
+            if parts == ["pins", "accept"]:
+                return json_response(await self._accept_pin(request))
+            if parts == ["ledger", "verify"]:
+                return json_response({"ledger": await d.integrity.verify()})
         elif method == "DELETE" and len(parts) == 2 and parts[0] == "grants":
             return json_response(d.console.revoke(parts[1]))
         if parts and parts[0] == "admin":
             raise HttpError(404, "the admin API is not enabled on this gateway")
         raise HttpError(404 if method in ("GET", "POST", "DELETE") else 405, f"no route {method} /api/{'/'.join(parts)}")
+
+    async def _status(self) -> dict[str, Any]:
+        """What the overview shows besides the figures: the policy in force and the ledger's integrity."""
+        policy = await asyncio.to_thread(self.d.console.policy_status)
+        if policy is not None:
+            policy = {**policy, "last_error": mask_secrets(policy.get("last_error"))}
+        return {"mode": self.d.console.mode, "policy": policy, "ledger": self.d.integrity.status()}
+
+    async def _accept_pin(self, request: Request) -> dict[str, Any]:
+        body = await read_json(request)
+        fields = {k: body.get(k) for k in ("server", "kind", "name")}
+        for key, value in fields.items():
+            if not isinstance(value, str) or not value:
+                raise HttpError(400, f"{key} must be a non-empty string")
+        seen = body.get("hash")
+        if seen is not None and not isinstance(seen, str):
+            raise HttpError(400, "hash must be a string")
+        return await asyncio.to_thread(self.d.console.accept_pin, str(fields["server"]), str(fields["kind"]),
+                                       str(fields["name"]), seen)
 
     def _ledger_head(self) -> dict[str, Any] | None:
         """The ledger's head (`SEQ:MAC-PREFIX`, issue 22): note it, then `verify-audit --expect-head` it."""
@@ -161,10 +208,7 @@ class Api:
             value = params.get(key)
             return value.strip() if value and value.strip() else None
 
-        try:
-            limit = max(1, min(int(one("limit") or 50), MAX_LIMIT))
-        except ValueError as exc:
-            raise HttpError(400, "limit must be an integer") from exc
+        limit = _limit(request, 50, MAX_LIMIT)
         since = one("since")
         query = LedgerQuery(table="tool_calls", server=one("server"), tool=one("tool"), client=one("client"),
                             decision=tuple(x for x in (one("decision") or "").split(",") if x),

@@ -23,6 +23,7 @@ from mcpwall.dashboard._api import Api, json_response
 from mcpwall.dashboard._auth import COOKIE, Guard, Principal, Refusal, SessionStore
 from mcpwall.dashboard._console import Console
 from mcpwall.dashboard._feed import Feed
+from mcpwall.dashboard._integrity import Integrity
 from mcpwall.dashboard._views import PATHS, SECURITY_HEADERS, login_page, page
 from mcpwall.stages.auth import AuthStage
 
@@ -55,6 +56,7 @@ class Dashboard:
         self.console = console
         self.guard = Guard(auth, SessionStore())
         self.feed = Feed(console)
+        self.integrity = Integrity(console)
         self.secure_cookie = secure_cookie
         self.api = Api(self)
         routes = [
@@ -74,6 +76,7 @@ class Dashboard:
 
     async def close(self) -> None:
         await self.feed.close()
+        await self.integrity.close()
 
     # ------------------------------------------------------------------ pages
 

@@ -11,19 +11,32 @@ holds the call finds them within half a second.
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mcpwall.approvals import ApprovalBook
+from mcpwall.approvals import ApprovalBook, mask_secrets
+from mcpwall.errors import MCPWallError
 from mcpwall.policy import Call, Context, evaluate, prepare
-from mcpwall.security._poisoning_pins import PinBook
+from mcpwall.security._poisoning_pins import FIELDS_VERSION, NAMESPACE, PinBook, diff, pin_key
 from mcpwall.state import MemoryStateStore, StateStore
 
 if TYPE_CHECKING:
     from mcpwall.approvals import Approvals
     from mcpwall.ledger import Ledger
     from mcpwall.pipeline import GatewayView, PolicyStore
+
+log = logging.getLogger("mcpwall.dashboard")
+_DESCRIPTION_CHARS = 300
+
+
+class PinRefused(MCPWallError):
+    """A pin cannot be accepted: nothing is pending for it, or what is pending is not what the person saw."""
+
+    #: the HTTP status the API answers with
+    status = 409
 
 
 def _risk(spec: Any) -> Any:
@@ -40,13 +53,21 @@ def _risk(spec: Any) -> Any:
 
 
 def pin_rows(store: StateStore, server: str | None = None) -> list[dict[str, Any]]:
-    """Pins in the shape of `mcpwall pin --list --json`."""
+    """Pins in the shape of `mcpwall pin --list --json`; a pending change also has its `diff`
+    (pinned -> seen, as `pin --list` prints it) and the pinned `description`."""
     rows = []
-    for record in PinBook(store).all().values():
+    records = PinBook(store).all()
+    for record in records.values():
         if server and record.get("server") != server:
             continue
         pending = record.get("pending") or None
+        of = (pending or {}).get("of")
+        original = records.get(pin_key(str(record.get("server")), str(record.get("kind")), str(of))) if of else None
+        definition = (pending or {}).get("definition") or record.get("definition") or {}
+        described = definition.get("description") if isinstance(definition, dict) else None
         rows.append({"server": record.get("server"), "kind": record.get("kind"), "name": record.get("name"),
+                     "description": mask_secrets(described[:_DESCRIPTION_CHARS]) if isinstance(described, str) else None,
+                     "diff": mask_secrets(diff(record, original)) if pending else None,
                      "hash": record.get("hash"), "pinned_at": record.get("pinned_at"),
                      "removed": bool(record.get("removed_at")),
                      "state": "pending" if pending or record.get("hash") is None else
@@ -54,6 +75,40 @@ def pin_rows(store: StateStore, server: str | None = None) -> list[dict[str, Any
                      "pending": None if pending is None else {k: pending.get(k) for k in
                                                               ("change", "of", "hash", "seen_at")}})
     return sorted(rows, key=lambda r: (str(r["server"]), str(r["kind"]), str(r["name"])))
+
+
+def accept_pin(store: StateStore, server: str, kind: str, name: str, seen_hash: str | None) -> dict[str, Any]:
+    """A person accepts the pending definition of one item: it becomes the pin (`pin --accept`, for one kind).
+
+    `seen_hash` is the pending hash the person was shown: if the server changed the item again
+    since, the newer definition is not accepted unseen (409)."""
+    book = PinBook(store)
+    record = book.get(server, kind, name)
+    pending = (record or {}).get("pending")
+    if record is None or not pending:
+        raise PinRefused(f"nothing is pending for {kind} {server}/{name}")
+    if seen_hash is not None and pending.get("hash") != seen_hash:
+        raise PinRefused(f"{kind} {server}/{name} changed again since it was shown; look at the new change first")
+    store.put_state(NAMESPACE, pin_key(server, kind, name),
+                    {**record, "hash": pending["hash"], "definition": pending["definition"], "pinned_at": time.time(),
+                     "removed_at": None, "pending": None, "fields": FIELDS_VERSION})
+    log.warning("pin accepted from the dashboard: %s %s/%s is now pinned at %s", kind, server, name,
+                str(pending["hash"])[:12])
+    return {"accepted": pin_key(server, kind, name), "hash": pending["hash"]}
+
+
+def tool_rows(pins: list[dict[str, Any]], catalog: Mapping[str, Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """A server's tools: those it lists now (`catalog`), else those pinned, each with its pin state."""
+    by_name = {str(r["name"]): r for r in pins if r["kind"] == "tool"}
+    if catalog is None:
+        return [{"name": n, "description": r["description"], "pin": r["state"]} for n, r in sorted(by_name.items())]
+    out = []
+    for name, tool in sorted(catalog.items()):
+        described = tool.get("description")
+        pin = by_name.get(name)
+        out.append({"name": name, "pin": pin["state"] if pin else "unpinned",
+                    "description": mask_secrets(described[:_DESCRIPTION_CHARS]) if isinstance(described, str) else None})
+    return out
 
 
 def pin_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -89,8 +144,15 @@ class Console:
     def policy(self) -> Any:
         raise NotImplementedError
 
+    def policy_status(self) -> dict[str, Any] | None:
+        """The policy store's `status()`: revision in force, mode, last refused reload, held reload."""
+        raise NotImplementedError
+
     def servers(self) -> list[dict[str, Any]]:
         raise NotImplementedError
+
+    def accept_pin(self, server: str, kind: str, name: str, seen_hash: str | None) -> dict[str, Any]:
+        return accept_pin(self.store, server, kind, name, seen_hash)
 
     def simulate(self, body: Mapping[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
@@ -163,14 +225,20 @@ class GatewayConsole(Console):
     def policy(self) -> Any:
         return self.gateway.policy.current
 
+    def policy_status(self) -> dict[str, Any] | None:
+        status: dict[str, Any] = self.gateway.policy.status()
+        return status
+
     def servers(self) -> list[dict[str, Any]]:
-        pins = pin_summary(pin_rows(self.store))
+        rows = pin_rows(self.store)
+        pins = pin_summary(rows)
         out = []
         for name, s in self.gateway.servers.items():
             status = s.status()
             out.append({"name": name, "state": status["state"], "circuit": status["circuit"],
                         "tools": status["tools"], "transport": status["transport"], "restarts": status["restarts"],
                         "last_error": status["last_error"], "risk": _risk(s.spec),
+                        "tool_list": tool_rows([r for r in rows if r["server"] == name], s.catalog.tools),
                         "pins": pins.get(name, {"pinned": 0, "pending": 0, "removed": 0, "changes": []})})
         return out
 
@@ -207,13 +275,22 @@ class HomeConsole(Console):
                 self._policy.reload()
         return self._policy.current
 
+    def policy_status(self) -> dict[str, Any] | None:
+        if self._policy is None:
+            return None
+        self.policy()
+        status: dict[str, Any] = self._policy.status()
+        return status
+
     def servers(self) -> list[dict[str, Any]]:
-        pins = pin_summary(pin_rows(self.store))
+        rows = pin_rows(self.store)
+        pins = pin_summary(rows)
         policy = self.policy()
         specs: dict[str, Any] = dict(policy.source.servers) if policy is not None else {}
         names = list(dict.fromkeys([*specs, *pins]))
         return [{"name": n, "state": "unknown", "circuit": None, "tools": None, "transport": None, "restarts": None,
                  "last_error": None, "risk": _risk(specs.get(n)),
+                 "tool_list": tool_rows([r for r in rows if r["server"] == n], None),
                  "pins": pins.get(n, {"pinned": 0, "pending": 0, "removed": 0, "changes": []})} for n in names]
 
     def simulate(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -225,4 +302,5 @@ class HomeConsole(Console):
         return self.trace(policy, body, {})
 
 
-__all__ = ["Console", "GatewayConsole", "HomeConsole", "pin_rows", "pin_summary"]
+__all__ = ["Console", "GatewayConsole", "HomeConsole", "PinRefused", "accept_pin", "pin_rows", "pin_summary",
+           "tool_rows"]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mcpwall.approvals import mask_secrets, safe_arguments
-from mcpwall.dashboard._stats import Stats, is_redacted, row_time
+from mcpwall.dashboard._stats import Stats, gateway_ms, is_redacted, row_time, waited_ms
 from mcpwall.ledger import LedgerQuery, Page, iso, parse_cursor
 from mcpwall.metrics import decision_word
 from mcpwall.protocol import json_text
@@ -47,6 +47,10 @@ def _cut(value: Any, limit: int = MAX_TEXT) -> str | None:
         return None
     text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 class MemoryRows:
@@ -72,6 +76,8 @@ class MemoryRows:
             checks = ((q.server, r.get("server_name")), (q.tool, r.get("tool_name")), (q.client, r.get("client")),
                       (q.method, r.get("method")))
             if any(p and not fnmatch.fnmatchcase(str(v or ""), p) for p, v in checks):
+                return False
+            if q.session and not str(r.get("session_id") or "").startswith(q.session.replace("*", "")):
                 return False
             if q.decision and r.get("decision") not in q.decision:
                 return False
@@ -120,7 +126,10 @@ def row_from_context(ctx: RequestContext) -> dict[str, Any]:
            "decision": decision_word(ctx), "outcome": ctx.outcome, "rule_ids": rule_ids, "reasons": reasons,
            "duration_ms": round((time.perf_counter() - ctx.started) * 1000, 3), "client": ctx.session.client_name,
            "agent_id": ctx.session.agent, "session_id": ctx.session.id, "error_message": ctx.error_message,
-           "redacted_keys": redacted, "dlp": ctx.notes.get("dlp") or {}}
+           "redacted_keys": redacted, "dlp": ctx.notes.get("dlp") or {}, "upstream_ms": ctx.upstream_ms}
+    approval = ctx.notes.get("approval")
+    if isinstance(approval, dict) and "waited_ms" in approval:
+        row["notes"] = {"approval": {"waited_ms": approval["waited_ms"]}}
     try:
         raw = json_text(args)
     except TypeError:
@@ -162,14 +171,17 @@ class Feed:
     def _source(self) -> Any:
         return self.console.ledger if self.console.ledger is not None else self.memory
 
-    async def query(self, q: LedgerQuery) -> tuple[list[dict[str, Any]], str | None]:
-        """One page of tool calls, presented for the browser."""
+    async def query(self, q: LedgerQuery, present: bool = True) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of rows, presented for the browser (or as the ledger has them: `present=False`)."""
         source = self._source()
         page = await asyncio.to_thread(source.query, q)
-        rows = await asyncio.to_thread(self._present_all, page.rows)
+        if not present:
+            return page.rows, page.next_cursor
+        rows = await asyncio.to_thread(self.present_rows, page.rows)
         return rows, page.next_cursor
 
-    def _present_all(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def present_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows as the browser is shown them (`present`), with the policy's badges; on a worker thread."""
         badges = self.console.rule_badges()
         return [self.present(r, badges) for r in rows]
 
@@ -193,8 +205,10 @@ class Feed:
             "tool": row.get("tool_name"), "method": row.get("method"), "decision": row.get("decision"),
             "outcome": row.get("outcome"), "rule_ids": rule_ids,
             "reasons": [_cut(r) for r in mask_secrets(list(row.get("reasons") or []))],
-            "duration_ms": row.get("duration_ms"), "client": row.get("client"), "agent": row.get("agent_id"),
-            "session": str(row.get("session_id") or "")[:8],
+            "duration_ms": row.get("duration_ms"), "gateway_ms": _ms(gateway_ms(row)),
+            "upstream_ms": row.get("upstream_ms"), "waited_ms": waited_ms(row),
+            "client": row.get("client"), "agent": row.get("agent_id"),
+            "session": str(row.get("session_id") or "")[:8], "session_id": row.get("session_id"),
             "preview": _cut(mask_secrets(row.get("request_preview"))),
             "error": _cut(mask_secrets(row.get("error_message"))), "redacted": is_redacted(row),
             "owasp": sorted(set(owasp)), "compliance": sorted(set(compliance)),
@@ -230,7 +244,7 @@ class Feed:
                 page = await asyncio.to_thread(ledger.query, q)
                 if page.rows:
                     self._cursor = int(page.rows[-1]["seq"])
-                    presented = await asyncio.to_thread(self._present_all, page.rows)
+                    presented = await asyncio.to_thread(self.present_rows, page.rows)
                     for row, shown in zip(page.rows, presented, strict=True):
                         self.stats.add(row)
                         self.publish("call", shown)

@@ -4,6 +4,10 @@ Rows come in seq order (first a backlog of the last 24 hours, capped, then
 each new row once). `Stats` keeps one small tuple per row in the window and
 answers the cards (calls, blocked, redacted, p50/p99 latency) and a
 per-minute series of calls and blocks for the last hour.
+
+Latency is the time a call spent in the gateway (`gateway_ms`): its duration
+less the time its server took and the time it waited for a person (an `ask`
+answered after 82 s is 82 s of someone's attention, not of the gateway's).
 """
 
 from __future__ import annotations
@@ -38,6 +42,25 @@ def is_redacted(row: Mapping[str, Any]) -> bool:
     return isinstance(dlp, dict) and bool(dlp.get("erased") or dlp.get("masked"))
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def waited_ms(row: Mapping[str, Any]) -> float | None:
+    """How long the call waited for a person to answer its ask (`notes.approval.waited_ms`)."""
+    notes = row.get("notes")
+    approval = notes.get("approval") if isinstance(notes, Mapping) else None
+    return _number(approval.get("waited_ms")) if isinstance(approval, Mapping) else None
+
+
+def gateway_ms(row: Mapping[str, Any]) -> float | None:
+    """The row's time in the gateway: its duration less its upstream time and its wait for a person."""
+    total = _number(row.get("duration_ms"))
+    if total is None:
+        return None
+    return max(0.0, total - (_number(row.get("upstream_ms")) or 0.0) - (waited_ms(row) or 0.0))
+
+
 def percentile(values: list[float], p: float) -> float | None:
     """Nearest-rank percentile of sorted values."""
     if not values:
@@ -58,7 +81,7 @@ class Stats:
         self.window_s = window_s
         self.max_rows = max_rows
         self._time = array("d", bytes(8 * max_rows))
-        #: duration in ms, NaN when unknown
+        #: time in the gateway in ms (`gateway_ms`), NaN when unknown
         self._duration = array("d", bytes(8 * max_rows))
         #: bit 0 blocked, bit 1 redacted
         self._flags = bytearray(max_rows)
@@ -84,9 +107,9 @@ class Stats:
             self._head = (self._head + 1) % self.max_rows
             self._count -= 1
         i = (self._head + self._count) % self.max_rows
-        duration = row.get("duration_ms")
+        duration = gateway_ms(row)
         self._time[i] = row_time(row.get("ts")) if at is None else at
-        self._duration[i] = float(duration) if isinstance(duration, int | float) else math.nan
+        self._duration[i] = math.nan if duration is None else duration
         self._flags[i] = (row.get("decision") in BLOCKED) | (is_redacted(row) << 1)
         self._count += 1
 
@@ -123,4 +146,5 @@ class Stats:
                            "blocks": series_blocks}, "last_seq": self.last_seq}
 
 
-__all__ = ["BUCKETS", "BUCKET_S", "WINDOW_S", "Stats", "is_redacted", "percentile", "row_time"]
+__all__ = ["BUCKETS", "BUCKET_S", "WINDOW_S", "Stats", "gateway_ms", "is_redacted", "percentile", "row_time",
+           "waited_ms"]

@@ -15,11 +15,12 @@ PAGES: dict[str, str] = {
     "overview": "Overview",
     "calls": "Calls",
     "approvals": "Approvals",
+    "timeline": "Timeline",
     "simulate": "Simulate",
     "servers": "Servers",
 }
-PATHS = {"overview": "/ui/", "calls": "/ui/calls", "approvals": "/ui/approvals", "simulate": "/ui/simulate",
-         "servers": "/ui/servers"}
+PATHS = {"overview": "/ui/", "calls": "/ui/calls", "approvals": "/ui/approvals", "timeline": "/ui/timeline",
+         "simulate": "/ui/simulate", "servers": "/ui/servers"}
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -50,13 +51,19 @@ _BODIES: dict[str, str] = {
   <div class="card bad" data-stat="blocked"><span class="label">Blocked</span><span class="value">–</span><span class="sub">denied</span></div>
   <div class="card warn" data-stat="redacted"><span class="label">Redacted</span><span class="value">–</span><span class="sub">arguments or results</span></div>
   <div class="card ask" data-stat="asks_pending"><span class="label">Asks pending</span><span class="value">–</span><span class="sub"><a href="/ui/approvals">answer</a></span></div>
-  <div class="card" data-stat="p50_ms"><span class="label">Latency p50</span><span class="value">–</span><span class="sub">ms in the gateway</span></div>
-  <div class="card" data-stat="p99_ms"><span class="label">Latency p99</span><span class="value">–</span><span class="sub">ms in the gateway</span></div>
+  <div class="card" data-stat="p50_ms"><span class="label">Latency p50</span><span class="value">–</span><span class="sub" title="each call's time less its server's and any wait for a person">ms in the gateway</span></div>
+  <div class="card" data-stat="p99_ms"><span class="label">Latency p99</span><span class="value">–</span><span class="sub" title="each call's time less its server's and any wait for a person">ms in the gateway</span></div>
+</section>
+<section class="status">
+  <div class="panel" id="policy-status"><h2>Policy</h2><p class="line" id="policy-line">–</p>
+    <p class="line error" id="policy-refused" hidden></p><p class="line warn" id="policy-held" hidden></p></div>
+  <div class="panel" id="ledger-status"><h2>Ledger integrity <button id="verify" class="quiet small" hidden>Verify now</button></h2>
+    <p class="line" id="ledger-line">–</p><p class="line" id="ledger-head"></p></div>
 </section>
 <section class="panel"><h2>Calls and blocks, last hour <span class="legend"><i class="sw calls"></i>calls <i class="sw blocks"></i>blocked</span></h2>
   <div id="chart" class="chart" role="img" aria-label="calls and blocks per minute"></div></section>
 <section class="panel"><h2>Live <span class="hint">newest first, as the gateway decides</span></h2>
-  <table class="calls" id="live"><thead><tr><th>time</th><th>server / tool</th><th>decision</th><th>rules</th><th>badges</th><th>ms</th><th>client</th></tr></thead><tbody></tbody></table>
+  <div class="scroll"><table class="calls" id="live"><thead><tr><th>time</th><th>server / tool</th><th>decision</th><th>rules</th><th>badges</th><th>ms</th><th>client</th></tr></thead><tbody></tbody></table></div>
   <p class="empty" id="live-empty">No calls yet.</p></section>
 """,
     "calls": """
@@ -69,7 +76,7 @@ _BODIES: dict[str, str] = {
   <label>since <input name="since" placeholder="1h, 2026-05-20T10:00" autocomplete="off"></label>
   <button type="submit">Filter</button> <button type="reset" class="quiet">Clear</button>
 </form>
-<table class="calls" id="calls"><thead><tr><th>time</th><th>server / tool</th><th>decision</th><th>rules</th><th>badges</th><th>ms</th><th>client</th><th>arguments / reason</th></tr></thead><tbody></tbody></table>
+<div class="scroll"><table class="calls" id="calls"><thead><tr><th>time</th><th>server / tool</th><th>decision</th><th>rules</th><th>badges</th><th>ms</th><th>client</th><th>arguments / reason</th></tr></thead><tbody></tbody></table></div>
 <p class="empty" id="calls-empty">No matching calls.</p>
 <p><button id="more" class="quiet" hidden>Older calls</button></p></section>
 """,
@@ -77,10 +84,10 @@ _BODIES: dict[str, str] = {
 <section class="panel"><h2>Waiting for a person <span class="hint">each approval releases one exact call, once</span></h2>
   <div id="pending" class="queue"></div><p class="empty" id="pending-empty">Nothing waits for approval.</p></section>
 <section class="panel"><h2>Approve-similar grants <span class="hint">narrow, expiring allows; revoke any time</span></h2>
-  <table id="grants"><thead><tr><th>id</th><th>server / tool</th><th>agent</th><th>argument names</th><th>rules</th><th>expires</th><th>uses</th><th></th></tr></thead><tbody></tbody></table>
+  <div class="scroll"><table id="grants"><thead><tr><th>id</th><th>server / tool</th><th>agent</th><th>argument names</th><th>rules</th><th>expires</th><th>uses</th><th></th></tr></thead><tbody></tbody></table></div>
   <p class="empty" id="grants-empty">No active grants.</p></section>
 <section class="panel"><h2>Answered</h2>
-  <table id="history"><thead><tr><th>id</th><th>server / tool</th><th>status</th><th>via</th><th>answered</th><th>reason</th></tr></thead><tbody></tbody></table>
+  <div class="scroll"><table id="history"><thead><tr><th>id</th><th>server / tool</th><th>status</th><th>via</th><th>answered</th><th>reason</th></tr></thead><tbody></tbody></table></div>
   <p class="empty" id="history-empty">No answered asks yet.</p></section>
 """,
     "simulate": """
@@ -96,14 +103,24 @@ _BODIES: dict[str, str] = {
 <div id="sim-result" hidden>
   <p class="verdict">Decision: <span id="sim-action" class="decision"></span> <span id="sim-rules"></span></p>
   <ul id="sim-reasons"></ul>
-  <table id="sim-trace"><thead><tr><th>rule</th><th>layer</th><th>action</th><th>status</th><th>detail</th></tr></thead><tbody></tbody></table>
+  <div class="scroll"><table id="sim-trace"><thead><tr><th>rule</th><th>layer</th><th>action</th><th>status</th><th>detail</th></tr></thead><tbody></tbody></table></div>
 </div>
 <p class="error" id="sim-error" hidden></p></section>
 """,
     "servers": """
 <section class="panel"><h2>Servers</h2>
-<table id="servers"><thead><tr><th>server</th><th>state</th><th>circuit</th><th>risk</th><th>tools</th><th>pins</th><th>pending changes</th></tr></thead><tbody></tbody></table>
+<div class="scroll"><table id="servers"><thead><tr><th>server</th><th>state</th><th>circuit</th><th>risk</th><th>tools</th><th>pins</th><th>pending changes</th></tr></thead><tbody></tbody></table></div>
 <p class="empty" id="servers-empty">No servers.</p></section>
+<div id="server-details"></div>
+""",
+    "timeline": """
+<section class="panel"><h2>Sessions <span class="hint">newest first; pick one to see everything it did, in order</span></h2>
+<div class="scroll"><table id="sessions"><thead><tr><th>session</th><th>client</th><th>agent</th><th>from</th><th>to</th><th>events</th><th>decisions</th></tr></thead><tbody></tbody></table></div>
+<p class="empty" id="sessions-empty">No sessions in the ledger yet.</p></section>
+<section class="panel" id="session" hidden><h2>Session <span id="session-id" class="id"></span> <span class="hint" id="session-who"></span></h2>
+<p class="line" id="session-counts"></p>
+<div class="scroll"><table id="events"><thead><tr><th>+s</th><th>time</th><th>#</th><th>method</th><th>server / tool</th><th>decision</th><th>rules</th><th>ms</th><th>reason</th></tr></thead><tbody></tbody></table></div>
+<p><button id="events-more" class="quiet" hidden>Later events</button></p></section>
 """,
 }
 

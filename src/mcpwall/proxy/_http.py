@@ -53,7 +53,7 @@ from mcpwall.proxy._asgi import (
 )
 from mcpwall.proxy._door import Door
 from mcpwall.proxy._gateway import Gateway
-from mcpwall.proxy._routes import ANY, Mount, Route, Routes, not_found
+from mcpwall.proxy._routes import ANY, Mount, Route, Routes, not_found, opens_in_browser, to_dashboard
 from mcpwall.proxy._sse import answer_request, get_stream
 from mcpwall.proxy._status import StatusRoutes
 from mcpwall.stages import AuthStage, Reject
@@ -130,6 +130,9 @@ class HttpFrontend:
         opened = self._open.get((method, path))
         if opened is not None:
             await opened(send, headers)
+            return
+        if self.extra is not None and opens_in_browser(method, path, headers):
+            await to_dashboard(send)  # a person at the gateway's address: the dashboard, not a JSON-RPC 401
             return
         for mount in self._mounts:
             if path.startswith(mount.prefixes) or path == mount.root:

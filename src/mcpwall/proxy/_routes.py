@@ -12,6 +12,10 @@ templates with the path's number of segments: the frontend asks it on every call
 
 A `Mount` is an app the frontend hands a whole path prefix to before the token is checked (the
 admin API, the dashboard): the path as sent, not its segments.
+
+A person who opens the gateway's address in a browser (`GET /`, HTML accepted) is sent to the
+dashboard (`to_dashboard`) before the token is asked for; any other request to `/` gets what it
+always got (401 without the token, then 404): an MCP client's GET asks for `text/event-stream`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from mcpwall.protocol import ErrorCode, error
-from mcpwall.proxy._asgi import App, Receive, Scope, Send, reply_json
+from mcpwall.proxy._asgi import App, Receive, Scope, Send, reply, reply_json
 
 #: A route's method for "whatever the method is"; the handler answers the ones it does not serve.
 ANY = "*"
@@ -90,4 +94,14 @@ async def not_found(scope: Scope, receive: Receive, send: Send, parts: tuple[str
     await reply_json(send, 404, error(None, ErrorCode.METHOD_NOT_FOUND, "Not found"))
 
 
-__all__ = ["ANY", "Handler", "Mount", "Route", "Routes", "not_found"]
+def opens_in_browser(method: str, path: str, headers: dict[str, str]) -> bool:
+    """A browser opening the gateway's root: `GET /` that accepts HTML (no MCP client asks for it)."""
+    return method == "GET" and path == "/" and "text/html" in headers.get("accept", "").lower()
+
+
+async def to_dashboard(send: Send) -> None:
+    """Send the browser to the dashboard, which asks it to log in if it must."""
+    await reply(send, 303, b"", [(b"location", b"/ui/"), (b"cache-control", b"no-store")])
+
+
+__all__ = ["ANY", "Handler", "Mount", "Route", "Routes", "not_found", "opens_in_browser", "to_dashboard"]

@@ -67,6 +67,17 @@
   function target(row) { return el("span", { class: "target" }, el("b", { text: row.server || "–" }), " / ", row.tool || "–"); }
   function short(text, n) { text = text || ""; return text.length > n ? text.slice(0, n - 1) + "…" : text; }
 
+  // A call's time: the total, split into the gateway's, the server's and any wait for a person.
+  function took(row) {
+    const parts = ["in the gateway " + ms(row.gateway_ms) + " ms"];
+    if (row.upstream_ms !== null && row.upstream_ms !== undefined) parts.push("server " + ms(row.upstream_ms) + " ms");
+    if (row.waited_ms) parts.push("waiting for a person " + ms(row.waited_ms) + " ms");
+    const span = el("span", { class: "took", title: "total " + ms(row.duration_ms) + " ms: " + parts.join(", "),
+      text: ms(row.duration_ms) });
+    if (!row.waited_ms) return span;
+    return [span, el("span", { class: "chip waited", text: Math.round(row.waited_ms / 100) / 10 + " s asking" })];
+  }
+
   function callRow(row, full) {
     const tr = el("tr", { "data-seq": row.seq, "data-decision": row.decision, class: "row-" + (row.decision || "") },
       el("td", { class: "t", title: row.ts, text: clock(row.time) }),
@@ -74,7 +85,7 @@
       el("td", {}, decision(row.decision), row.redacted ? el("span", { class: "chip redacted", text: "redacted" }) : null),
       el("td", { class: "rules" }, chips(row.rule_ids, "rule")),
       el("td", { class: "badges" }, chips(row.owasp, "owasp"), chips(row.compliance, "compliance")),
-      el("td", { class: "num", text: ms(row.duration_ms) }),
+      el("td", { class: "num" }, took(row)),
       el("td", { text: short(row.client || row.agent || "", 24), title: (row.client || "") + " " + (row.agent || "") }));
     if (full) {
       const why = (row.reasons || []).join("; ") || row.error || "";
@@ -165,8 +176,65 @@
     on("call", (row) => put(row, true));
     const [stats, calls] = await Promise.all([api("/api/stats"), api("/api/calls?limit=30")]);
     renderStats(stats);
+    statusPanels().catch(() => {});
     for (const row of calls.rows) put(row, false);
     showEmpty("live-empty", body.rows.length === 0);
+  }
+
+  // Policy in force and ledger integrity, below the cards.
+  async function statusPanels() {
+    const button = document.getElementById("verify");
+    let timer = null;
+    const text = (id, value, hidden) => { const n = document.getElementById(id); n.textContent = value || ""; n.hidden = !!hidden; };
+    function renderPolicy(p) {
+      if (!p) { text("policy-line", "No policy file: this dashboard shows the gateway's calls only."); return; }
+      text("policy-line", "Revision " + p.revision + " · " + p.mode + " · " + p.rules + " rules · loaded " +
+        when(p.loaded_at) + " from " + p.path + (p.reloads ? " · " + p.reloads + " reloads" : ""));
+      text("policy-refused", p.last_error ? "Last reload refused, revision " + p.revision + " stays in force: " +
+        p.last_error : "", !p.last_error);
+      const held = p.held_reload;
+      text("policy-held", held ? "Reload held since " + when(held.since) + ": " + (held.files || []).join(", ") +
+        " changed while " + held.call + " could have written it. Run `mcpwall policy reload` to load it." : "", !held);
+    }
+    function renderLedger(l) {
+      const panel = document.getElementById("ledger-status");
+      if (!l) {
+        panel.dataset.state = "none";
+        text("ledger-line", "No ledger: calls are kept in memory only, so there is no chain to verify.");
+        return;
+      }
+      button.hidden = false;
+      const v = l.verify;
+      text("ledger-head", "Head now " + l.head.head + " (keep it: `mcpwall verify-audit --expect-head " + l.head.head + "`)");
+      if (!v) { panel.dataset.state = "checking"; text("ledger-line", "Checking the chain…"); }
+      else if (v.ok) {
+        panel.dataset.state = "ok";
+        text("ledger-line", "Intact: " + v.rows + " rows verified up to " + (v.head || "row " + v.last_seq) +
+          (v.checkpoint_seq ? " · checkpoint at row " + v.checkpoint_seq : " · no checkpoint yet") +
+          (v.anchor_seq !== null && v.anchor_seq !== undefined ? " · anchor at row " + v.anchor_seq : "") +
+          " · checked " + when(v.checked_at) + ((v.warnings || []).length ? " · " + v.warnings.join("; ") : ""));
+      } else {
+        panel.dataset.state = "broken";
+        text("ledger-line", "BROKEN" + (v.first_bad_seq ? " at row " + v.first_bad_seq : "") + ": " + v.problem +
+          " · checked " + when(v.checked_at));
+      }
+      clearTimeout(timer);
+      if (l.verifying || !v) timer = setTimeout(() => refresh().catch(() => {}), 1000);
+    }
+    async function refresh() {
+      const s = await api("/api/status");
+      renderPolicy(s.policy);
+      renderLedger(s.ledger);
+    }
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      text("ledger-line", "Checking the chain…");
+      try { await api("/api/ledger/verify", { method: "POST" }); await refresh(); }
+      catch (e) { text("ledger-line", "Cannot check: " + e.message); }
+      finally { button.disabled = false; }
+    });
+    await refresh();
+    setInterval(() => refresh().catch(() => {}), 15000);
   }
 
   // ------------------------------------------------------------------ calls
@@ -343,6 +411,103 @@
         el("td", { class: pins.pending ? "error" : "", text: pins.pending ? changes : "none" }));
     }));
     showEmpty("servers-empty", s.servers.length === 0);
+    const pins = await api("/api/pins");
+    const details = document.getElementById("server-details");
+    details.replaceChildren(...s.servers.map((x) => serverDetail(x, pins.pins.filter((p) => p.server === x.name))));
+  }
+
+  function serverDetail(x, pins) {
+    const pending = pins.filter((p) => p.state === "pending");
+    const section = el("section", { class: "panel server", "data-server": x.name },
+      el("h2", {}, el("span", { text: x.name }), el("span", { class: "hint", text: (x.tool_list || []).length +
+        " tools" + (pending.length ? ", " + pending.length + " change(s) waiting for a person" : "") })));
+    for (const p of pending) {
+      const note = el("p", { class: "note" });
+      const accept = el("button", { class: "approve", "data-action": "accept-pin", "data-name": p.name,
+        text: "Accept this definition", on: { click: async () => {
+          accept.disabled = true;
+          try {
+            await api("/api/pins/accept", { method: "POST", body: { server: p.server, kind: p.kind, name: p.name,
+              hash: p.pending && p.pending.hash } });
+            note.textContent = "accepted: the gateway holds " + p.name + " to this definition now";
+            note.className = "note";
+            setTimeout(() => servers().catch(() => {}), 600);
+          } catch (e) { note.textContent = e.message; note.className = "note error"; accept.disabled = false; }
+        } } });
+      const change = (p.pending && p.pending.change) || "added";
+      section.append(el("article", { class: "pin-change", "data-name": p.name, "data-kind": p.kind },
+        el("header", {}, el("b", { text: p.kind + " " + p.name }), " ",
+          el("span", { class: "chip flag", text: change + (p.pending && p.pending.of ? " from " + p.pending.of : "") }),
+          el("span", { class: "hint", text: " seen " + when(p.pending && p.pending.seen_at) })),
+        el("pre", { class: "diff" }, diffLines(p.diff || "(a new " + p.kind + ": nothing was pinned before)")),
+        el("div", { class: "actions" }, accept), note));
+    }
+    const tools = x.tool_list || [];
+    section.append(el("div", { class: "scroll" }, el("table", { class: "tools" },
+      el("thead", {}, el("tr", {}, el("th", { text: "tool" }), el("th", { text: "pin" }), el("th", { text: "description" }))),
+      el("tbody", {}, tools.map((t) => el("tr", { "data-tool": t.name },
+        el("td", {}, el("b", { text: t.name })),
+        el("td", {}, el("span", { class: "pin p-" + t.pin, text: t.pin })),
+        el("td", { class: "desc", title: t.description || "", text: short(t.description || "", 160) })))))));
+    if (!tools.length) section.append(el("p", { class: "empty", text: "No tools known yet." }));
+    return section;
+  }
+
+  function diffLines(text) {
+    return text.split("\n").map((line) => el("span", { class: line.startsWith("+") && !line.startsWith("+++") ? "add" :
+      (line.startsWith("-") && !line.startsWith("---") ? "del" : ""), text: line || " " }));
+  }
+
+  // ------------------------------------------------------------------ timeline
+  async function timeline() {
+    const list = document.querySelector("#sessions tbody");
+    const events = document.querySelector("#events tbody");
+    const more = document.getElementById("events-more");
+    let cursor = null, current = null;
+    const counts = (c) => Object.entries(c || {}).sort((a, b) => b[1] - a[1]).map(([d, n]) => [decision(d), " " + n + " "]);
+    async function open(sid, append) {
+      const q = new URLSearchParams({ session: sid });
+      if (append && cursor) q.set("cursor", cursor);
+      const t = await api("/api/timeline?" + q.toString());
+      if (!t.session) return;
+      current = sid;
+      const s = t.session;
+      document.getElementById("session").hidden = false;
+      document.getElementById("session-id").textContent = s.session_id;
+      document.getElementById("session-who").textContent = ["client " + (s.client || "–"), "agent " + (s.agent || "–"),
+        s.process ? "process " + s.process : "", s.peer ? "from " + s.peer : ""].filter(Boolean).join(" · ");
+      document.getElementById("session-counts").replaceChildren(...counts(s.counts).flat(),
+        "· " + when(s.first_time) + " → " + clock(s.last_time));
+      if (!append) events.replaceChildren();
+      for (const e of t.events) {
+        const why = (e.reasons || []).join("; ") || e.error || "";
+        events.append(el("tr", { "data-seq": e.seq, "data-decision": e.decision, class: "row-" + (e.decision || "") },
+          el("td", { class: "num", text: "+" + e.elapsed_s.toFixed(3) }), el("td", { class: "t", title: e.ts, text: clock(e.time) }),
+          el("td", { class: "num", text: e.seq }), el("td", { text: e.method || "" }),
+          el("td", {}, e.tool || e.server ? target(e) : "–"), el("td", {}, decision(e.decision)),
+          el("td", { class: "rules" }, chips(e.rule_ids, "rule")), el("td", { class: "num" }, took(e)),
+          el("td", { class: "why", title: why, text: short(why, 140) })));
+      }
+      cursor = t.next_cursor;
+      more.hidden = !cursor;
+      for (const tr of list.rows) tr.classList.toggle("on", tr.dataset.session === sid);
+      const url = new URL(window.location.href);
+      url.searchParams.set("session", sid);
+      window.history.replaceState(null, "", url.toString());
+    }
+    more.addEventListener("click", () => open(current, true));
+    const found = await api("/api/sessions");
+    list.replaceChildren(...found.sessions.map((s) => el("tr", { "data-session": s.session_id, class: "pick",
+      on: { click: () => open(s.session_id, false).catch(() => {}) } },
+      el("td", {}, el("a", { href: "?session=" + encodeURIComponent(s.session_id), class: "id", text: s.session_id.slice(0, 12),
+        on: { click: (ev) => ev.preventDefault() } })),
+      el("td", { text: s.client || "–" }), el("td", { text: s.agent || "–" }),
+      el("td", { class: "t", title: s.first, text: clock(s.first_time) }),
+      el("td", { class: "t", title: s.last, text: clock(s.last_time) }),
+      el("td", { class: "num", text: s.events }), el("td", {}, counts(s.counts).flat()))));
+    showEmpty("sessions-empty", found.sessions.length === 0);
+    const wanted = new URLSearchParams(window.location.search).get("session");
+    if (wanted) await open(wanted, false);
   }
 
   const logout = document.getElementById("logout");
@@ -350,7 +515,7 @@
     try { await api("/ui/logout", { method: "POST" }); } finally { window.location.assign("/ui/login"); }
   });
 
-  const pages = { overview, calls, approvals, simulate, servers };
+  const pages = { overview, calls, approvals, timeline, simulate, servers };
   if (pages[page]) {
     connect();
     pages[page]().catch((e) => {
