@@ -245,7 +245,15 @@ async def test_the_standalone_dashboard_answers_an_ask_that_the_gateway_holds(tm
                 calls = (await http.get("/api/calls")).json()["rows"]
                 assert calls[0]["tool"] == "echo"
                 assert calls[0]["decision"] == "ask"
-                assert (await http.get("/api/servers")).json()["mode"] == "standalone"
+                servers = (await http.get("/api/servers")).json()
+                assert servers["mode"] == "standalone"
+                [ev] = servers["servers"]  # no live catalog here: the tools the gateway pinned
+                assert {"name": "echo", "description": "Echoes back the input string", "pin": "pinned"} in ev["tool_list"]
+                status = (await http.get("/api/status")).json()
+                assert status["policy"]["revision"] == gw.gateway.policy.current.revision
+                checked = (await http.post("/api/ledger/verify")).json()["ledger"]
+                assert checked["ok"], checked
+                assert checked["rows"] >= 1
         finally:
             await asyncio.to_thread(_stop, proc)
 
@@ -264,6 +272,10 @@ async def test_a_gateway_without_a_ledger_shows_its_calls_from_memory(tmp_path: 
             assert [(r["tool"], r["decision"], r["rule_ids"]) for r in rows] == [("get-env", "deny", ["no-env"])]
             assert rows[0]["owasp"] == ["LLM02:2025"]
             assert rows[0]["preview"] == "{}"
+            assert rows[0]["gateway_ms"] <= rows[0]["duration_ms"]
+            status = (await http.get("/api/status")).json()
+            assert status["ledger"] is None  # no chain to verify
+            assert status["policy"]["mode"] == "enforce"
             stats = (await http.get("/api/stats")).json()
             assert (stats["calls"], stats["blocked"]) == (1, 1)
             # The preview is made when the row is read, and still masks what DLP recognises.

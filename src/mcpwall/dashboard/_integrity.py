@@ -3,8 +3,12 @@
 `verify-audit` walks the whole HMAC chain, which takes a while on a large
 ledger, so the dashboard runs it on a worker thread, one at a time, and
 keeps the last report: the overview asks for the status (a check starts when
-there is none yet or the last one is older than `max_age_s`), and "Verify
-now" waits for a fresh one. Reading the status never blocks on the check.
+there is none yet or the last one is older than `max_age_s`, and the ledger
+holds at most `AUTO_ROWS` rows), and "Verify now" waits for a fresh one.
+Reading the status never blocks on the check. Past `AUTO_ROWS` a check only
+runs when a person asks: inside the gateway it shares the process (and the
+GIL) with the calls, and reading millions of rows every few minutes is not
+a cost the dashboard should impose by being open.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ log = logging.getLogger("mcpwall.dashboard")
 
 #: How old the last check may be before looking at the overview starts another.
 VERIFY_EVERY_S = 600.0
+#: Up to how many rows the overview checks the chain by itself.
+AUTO_ROWS = 100_000
 
 
 class Integrity:
@@ -42,9 +48,12 @@ class Integrity:
         ledger = self.console.ledger
         if ledger is None:
             return None
-        if not self.running and (self.last is None or time.time() - self.last["checked_at"] > self.max_age_s):
+        head = ledger.published_head()
+        stale = self.last is None or time.time() - self.last["checked_at"] > self.max_age_s
+        automatic = int(head.get("seq") or 0) <= AUTO_ROWS
+        if stale and automatic and not self.running:
             self._start()
-        return {"head": ledger.published_head(), "verify": self.last, "verifying": self.running}
+        return {"head": head, "verify": self.last, "verifying": self.running, "automatic": automatic}
 
     async def verify(self) -> dict[str, Any] | None:
         """A fresh check (joining the one under way, if it started after the last report); None without a ledger."""
@@ -80,4 +89,4 @@ class Integrity:
             self._task = None
 
 
-__all__ = ["VERIFY_EVERY_S", "Integrity"]
+__all__ = ["AUTO_ROWS", "VERIFY_EVERY_S", "Integrity"]

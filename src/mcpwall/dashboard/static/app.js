@@ -206,7 +206,10 @@
       button.hidden = false;
       const v = l.verify;
       text("ledger-head", "Head now " + l.head.head + " (keep it: `mcpwall verify-audit --expect-head " + l.head.head + "`)");
-      if (!v) { panel.dataset.state = "checking"; text("ledger-line", "Checking the chain…"); }
+      if (!v && !l.verifying) {
+        panel.dataset.state = "unchecked";
+        text("ledger-line", "Not checked yet: " + l.head.seq + " rows; Verify now reads them all.");
+      } else if (!v) { panel.dataset.state = "checking"; text("ledger-line", "Checking the chain…"); }
       else if (v.ok) {
         panel.dataset.state = "ok";
         text("ledger-line", "Intact: " + v.rows + " rows verified up to " + (v.head || "row " + v.last_seq) +
@@ -219,7 +222,7 @@
           " · checked " + when(v.checked_at));
       }
       clearTimeout(timer);
-      if (l.verifying || !v) timer = setTimeout(() => refresh().catch(() => {}), 1000);
+      if (l.verifying) timer = setTimeout(() => refresh().catch(() => {}), 1000);
     }
     async function refresh() {
       const s = await api("/api/status");
