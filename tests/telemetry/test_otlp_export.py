@@ -119,6 +119,8 @@ async def test_a_call_joins_the_callers_trace_with_a_span_per_stage_and_passes_i
                 **{"mcp-session-id": sid, "traceparent": f"00-{HEADER_TRACE}-{HEADER_PARENT}-01"},
             )
             assert denied.json()["error"]["code"] == -32001, denied.text
+            health = (await client.get("/health")).json()
+            assert health["stages"]["telemetry"]["endpoint"] == f"{receiver.url}/v1/traces"
         # The gateway has stopped: its last batch of spans has been flushed to the receiver.
 
     assert receiver.content_types == {"application/x-protobuf"}
