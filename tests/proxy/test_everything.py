@@ -112,7 +112,8 @@ async def test_tools_answer_exactly_as_directly(path: str, gw: GatewayProcess, d
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_resources_templates_and_subscriptions(path: str, gw: GatewayProcess) -> None:
-    async with connect(path, gw) as c:
+    # resources/subscribe is the handshake era's (2026-07-28 has subscriptions/listen): a legacy client
+    async with connect(path, gw, mode="legacy") as c:
         resources = (await c.list_resources()).resources
         uris = {str(r.uri) for r in resources}
         assert "demo://resource/static/document/features.md" in uris
@@ -161,7 +162,8 @@ async def test_progress_notifications_reach_the_caller(path: str, gw: GatewayPro
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_sampling_requests_are_answered_by_the_calling_client(path: str, gw: GatewayProcess) -> None:
-    async with connect(path, gw, sampling_callback=_sampling) as c:
+    # Server-to-client requests are the handshake era's (2026-07-28 has MRTR, issue 24 item 3): a legacy client
+    async with connect(path, gw, sampling_callback=_sampling, mode="legacy") as c:
         result = await c.call_tool(namer(path)("trigger-sampling-request"), {"prompt": "say hi", "maxTokens": 20})
     assert not result.is_error
     assert "sampled ok" in str(result.content)
@@ -169,7 +171,7 @@ async def test_sampling_requests_are_answered_by_the_calling_client(path: str, g
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_elicitation_requests_are_answered_by_the_calling_client(path: str, gw: GatewayProcess) -> None:
-    async with connect(path, gw, elicitation_callback=_elicitation) as c:
+    async with connect(path, gw, elicitation_callback=_elicitation, mode="legacy") as c:
         result = await c.call_tool(namer(path)("trigger-elicitation-request"), {})
     assert not result.is_error
     assert "Ada" in str(result.content)

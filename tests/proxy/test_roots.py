@@ -147,7 +147,7 @@ async def test_a_clients_roots_do_not_widen_a_shared_filesystem_server_for_anoth
         endpoint: str, gw: GatewayProcess, workspace: dict[str, Path]) -> None:
     attacker = Attacker()
     prefix = "" if endpoint == "/mcp/fs" else "fs__"
-    async with http_client(f"{gw.url}{endpoint}", gw.token, list_roots_callback=attacker.list_roots) as evil, \
+    async with http_client(f"{gw.url}{endpoint}", gw.token, list_roots_callback=attacker.list_roots, mode="legacy") as evil, \
             http_client(f"{gw.url}/mcp", gw.token) as victim:
         await attack(evil, attacker, workspace["fifo"], f"{prefix}read_text_file")
         assert not attacker.asked.is_set(), "a server's roots/list was relayed to a client"
@@ -169,7 +169,7 @@ async def stdio_client(kind: str, home: Path, ws: Path, attacker: Attacker) -> A
         args = ["proxy", "--stdio", "--home", str(home), "--servers", str(servers)]
     # The whole environment, as GatewayProcess passes it: the gateway runs from the tree under test.
     params = StdioServerParameters(command=MCPWALL, args=args, env=dict(os.environ))
-    async with Client(params, list_roots_callback=attacker.list_roots) as c:
+    async with Client(params, list_roots_callback=attacker.list_roots, mode="legacy") as c:
         yield c
 
 
@@ -199,7 +199,7 @@ async def test_configured_roots_are_what_the_server_gets_and_the_answer_is_recor
         server, decision, preview, _ = answered[0]
         assert (server, decision) == ("fs", "allow")
         assert sub.as_uri() in preview
-        async with http_client(f"{g.url}/mcp/fs", g.token, list_roots_callback=attacker.list_roots) as evil:
+        async with http_client(f"{g.url}/mcp/fs", g.token, list_roots_callback=attacker.list_roots, mode="legacy") as evil:
             listed = await evil.call_tool("list_allowed_directories", {})
             assert listed.content[0].text.splitlines()[1:] == [str(sub)]  # type: ignore[union-attr]
             with warnings.catch_warnings():

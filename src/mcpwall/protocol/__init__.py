@@ -39,6 +39,10 @@ class ErrorCode(IntEnum):
     METHOD_NOT_FOUND = -32601
     INVALID_PARAMS = -32602
     INTERNAL_ERROR = -32603
+    #: MCP 2026-07-28, the range it reserves for the specification (mcp_types.jsonrpc has the same)
+    HEADER_MISMATCH = -32020
+    MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+    UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 Kind = Literal["request", "notification", "response", "error"]

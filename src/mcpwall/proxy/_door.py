@@ -32,6 +32,7 @@ from mcpwall.stages.auth import LOOPBACK_HOSTS
 SINGLE = frozenset({"host", "origin", "authorization", "cookie", "mcp-session-id", "mcp-protocol-version",
                     "mcp-method", "mcp-name", "last-event-id", "x-agent-id", "x-mcpwall-client",
                     "x-mcpwall-process", "x-csrf-token"})
+_MIRRORS = frozenset({"mcp-protocol-version", "mcp-method", "mcp-name"})
 _HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::([0-9]{1,5}))?")
 #: an origin as browsers serialise it: scheme://host[:port], nothing else
 _ORIGIN = re.compile(r"https?://(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::[0-9]{1,5})?")
@@ -72,6 +73,9 @@ class Door:
                 if name in seen and name in SINGLE:
                     if name in ("host", "origin"):
                         return _forbidden(f"{name.capitalize()} is sent more than once")
+                    if name in _MIRRORS:  # MCP 2026-07-28: headers that mirror the body
+                        return Reject(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {name} header appears more "
+                                      "than once", http_status=400, outcome="rejected")
                     return Reject(ErrorCode.INVALID_REQUEST, f"Bad Request: header {name!r} is sent more than once",
                                   http_status=400, outcome="rejected")
                 seen.add(name)

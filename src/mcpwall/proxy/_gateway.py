@@ -37,6 +37,7 @@ from mcpwall.protocol import (
     classify,
     error,
 )
+from mcpwall.protocol.modern import finish, is_modern
 from mcpwall.proxy._aggregate import collisions
 from mcpwall.proxy._pipeline import Pipeline
 from mcpwall.proxy._refusals import Refusals
@@ -325,6 +326,8 @@ class Gateway:
             if response is not None:
                 # What the server answered, in a clean envelope and masked (ServerMessages.answer).
                 response = ctx.response = self.messages.answer(ctx, response)
+                if is_modern(params) and ctx.method != "initialize":
+                    response = ctx.response = finish(ctx.method, response)  # 2026-07-28's result shape
             return response
         except asyncio.CancelledError:
             ctx.outcome = "cancelled"

@@ -53,6 +53,7 @@ from mcpwall.proxy._asgi import (
 )
 from mcpwall.proxy._door import Door
 from mcpwall.proxy._gateway import Gateway
+from mcpwall.proxy._modern import ModernSessions
 from mcpwall.proxy._routes import ANY, Mount, Route, Routes, not_found, opens_in_browser, to_dashboard
 from mcpwall.proxy._sse import answer_request, get_stream
 from mcpwall.proxy._status import StatusRoutes
@@ -85,6 +86,8 @@ class HttpFrontend:
         self.sessions_per_principal = max(1, sessions_per_principal)
         #: principal -> its streamable-HTTP sessions by id
         self._owned: dict[str, dict[str, Session]] = {}
+        #: the sessions of clients of the 2026-07-28 revision, which open none (`_modern`)
+        self.modern = ModernSessions(gateway, self._own)
         self.extra = extra
         self.status = StatusRoutes(gateway, auth, self.door, base_url=base_url, metrics=metrics,
                                    connections=connections)
@@ -253,6 +256,8 @@ class HttpFrontend:
             await self.gateway.refused_raw(raw, exc, server=server, peer=peer(scope))
             await reply_json(send, 400, exc.to_message())
             return
+        if await self.modern.took(scope, receive, send, msg, len(raw), server, headers, identity):
+            return  # a 2026-07-28 request (no session; headers mirror the body), or headers that disagree
         is_init = msg.get("method") == "initialize" and "id" in msg
         if is_init:
             session = self.gateway.open_session("http", server, peer=peer(scope), principal=identity or "",
@@ -343,6 +348,8 @@ class HttpFrontend:
         except ProtocolError as exc:
             await self.gateway.refused_raw(raw, exc, server=server, peer=peer(scope))
             await reply_json(send, 400, exc.to_message())
+            return
+        if await self.modern.took(scope, receive, send, msg, len(raw), server, headers, identity):
             return
         session = self._plain_session(server, identity or "", peer(scope), headers)
         session.last_seen = time.monotonic()

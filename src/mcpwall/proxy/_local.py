@@ -4,6 +4,15 @@ On an aggregated session (`/mcp`, `--stdio`) the lists are every ready
 server's, fetched fresh (each page) and merged under `server__name`; a server
 that cannot list now shows its last known items. `initialize`, `ping` and
 `server/discover` are answered here on every session.
+
+`server/discover` (MCP 2026-07-28) is answered from what the gateway offers a
+client of that revision: the capabilities of the servers behind the endpoint
+(all of them on an aggregated one, merged as `initialize` merges them; the one
+server's otherwise), without what a modern client cannot use through the
+gateway yet (`subscriptions/listen` is not served: no `listChanged` and no
+`subscribe`; no logging, no tasks), every version the gateway serves, and the
+gateway's identity. A `server/discover` without the revision's `_meta` is a
+legacy client's, and is answered as before the revision: an unknown method.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwall import __version__
 from mcpwall.pipeline import keep_capabilities
 from mcpwall.protocol import LATEST_VERSION, SUPPORTED_VERSIONS, ErrorCode, Message, error, result
+from mcpwall.protocol.modern import ALL_VERSIONS, SERVER_INFO, SERVER_INFO_META_KEY, is_modern
 from mcpwall.protocol.naming import qualify
 from mcpwall.proxy._requests import UpstreamError
 from mcpwall.proxy._upstream import UpstreamServer
@@ -148,9 +158,42 @@ async def _set_level(gw: Gateway, ctx: RequestContext) -> Message:
     return result(ctx.id, {})
 
 
+#: What a 2026-07-28 client may use of each server capability through the gateway (the flags kept).
+_MODERN_CAPABILITIES: dict[str, tuple[str, ...]] = {"tools": (), "resources": (), "prompts": (), "completions": ()}
+
+
+def _modern_capabilities(caps: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, flags in _MODERN_CAPABILITIES.items():
+        given = [c[key] for c in caps if isinstance(c.get(key), dict)]
+        if given:
+            out[key] = {f: True for f in flags if any(g.get(f) is True for g in given)}
+    return out
+
+
 async def _discover(gw: Gateway, ctx: RequestContext) -> Message:
-    # We speak the initialize-handshake era to clients; clients fall back on -32601.
-    return error(ctx.id, ErrorCode.METHOD_NOT_FOUND, "Method not found: server/discover")
+    if not is_modern(ctx.params):
+        # A legacy client (no 2026-07-28 envelope) gets what it got before the revision.
+        return error(ctx.id, ErrorCode.METHOD_NOT_FOUND, "Method not found: server/discover")
+    if ctx.session.server is not None:
+        upstream = gw.servers[ctx.session.server]
+        if not await upstream.wait_ready(gw.options.ready_timeout_s, until_failure=True):
+            return error(ctx.id, ErrorCode.UPSTREAM_ERROR,
+                         f"upstream {upstream.name!r} is not available: {upstream.last_error}",
+                         {"server": upstream.name, "reason": "unavailable"})
+        caps = _modern_capabilities([upstream.capabilities])
+        given = upstream.init_result.get("instructions")
+        instructions = given if isinstance(given, str) else None
+    else:
+        # As `initialize` declares them: tools always (the gateway lists its own when none are up).
+        caps = {"tools": {}, **_modern_capabilities([s.capabilities for s in gw.servers.values()])}
+        names = ", ".join(gw.servers) or "none"
+        instructions = f"mcpwall gateway. Tools and prompts are named server__name. Servers: {names}."
+    body: dict[str, Any] = {"supportedVersions": list(ALL_VERSIONS), "capabilities": caps,
+                            "_meta": {SERVER_INFO_META_KEY: SERVER_INFO}, "ttlMs": 0, "cacheScope": "private"}
+    if instructions:
+        body["instructions"] = instructions
+    return result(ctx.id, body)
 
 
 Local = Callable[["Gateway", RequestContext], Awaitable[Message]]

@@ -5,6 +5,16 @@
 `dispatch` answers locally (`_local.py`) or forwards; `forward` sends the
 request upstream with the gateway's own id, its timeout and circuit breaker,
 and returns the answer under the client's id.
+
+A request of the stateless revision (2026-07-28: its `_meta` names its protocol
+version, `protocol.modern`) is admitted here, before any stage: its envelope is
+checked (invalid params, UnsupportedProtocolVersionError), a method the revision
+removed is unknown, and the session it arrived on learns the client's version
+and name unless an `initialize` already told them. It then takes the same
+pipeline as any request. The upstreams speak the handshake era (the gateway
+opened them with `initialize`), so the envelope is taken out of what is
+forwarded, and an upstream's error codes that 2026-07-28 retired or reserved
+are translated on the way back.
 """
 
 from __future__ import annotations
@@ -13,7 +23,14 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.pipeline import Session
-from mcpwall.protocol import ErrorCode, Message, ProtocolError, RequestId
+from mcpwall.protocol import SUPPORTED_VERSIONS, ErrorCode, Message, ProtocolError, RequestId
+from mcpwall.protocol.modern import (
+    PROTOCOL_VERSION_META_KEY,
+    REMOVED,
+    envelope,
+    legacy_params,
+    upstream_error,
+)
 from mcpwall.protocol.naming import resource_owner, split
 from mcpwall.proxy._local import ALWAYS_LOCAL, LOCAL
 from mcpwall.proxy._requests import UpstreamError
@@ -38,6 +55,9 @@ class Router:
     def route(self, ctx: RequestContext) -> None:
         """Resolve which upstream a request goes to, and the name it knows the target by."""
         session, method, params = ctx.session, ctx.method, ctx.params
+        meta = params.get("_meta")
+        if meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta and method != "initialize":
+            self._admit_modern(ctx)
         if method == "logging/setLevel":
             # Remembered for every session, forwarded or answered here: the server's unsolicited log
             # lines go to the sessions that asked for logs (on_upstream_notification).
@@ -78,6 +98,20 @@ class Router:
                                     {"uri": uri})
         if ctx.server not in self.gw.servers:
             raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {ctx.server!r}", ctx.id)
+
+    @staticmethod
+    def _admit_modern(ctx: RequestContext) -> None:
+        """Check a 2026-07-28 request's envelope (raises ProtocolError), and tell its session who
+        speaks, unless the session was opened by `initialize` (that client's word stands)."""
+        env = envelope(ctx.id, ctx.params)
+        if ctx.method in REMOVED:
+            raise ProtocolError(ErrorCode.METHOD_NOT_FOUND,
+                                f"Method not found: {ctx.method} (removed in {env.version})", ctx.id)
+        session = ctx.session
+        if session.protocol_version not in SUPPORTED_VERSIONS:
+            session.protocol_version = env.version
+            if env.client_name:
+                session.client_name, session.client_version = env.client_name, env.client_version
 
     def _split(self, session: Session, name: str, rid: RequestId) -> tuple[str, str]:
         if session.server is not None:
@@ -120,7 +154,10 @@ class Router:
                 if isinstance(ref, dict) and ref.get("type") == "ref/prompt":
                     params = {**params, "ref": {**ref, "name": ctx.target}}
         meta = params.get("_meta")
-        if meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
+        modern = meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta
+        if modern:
+            params = legacy_params(params)  # every upstream speaks the handshake era (opened by initialize)
+        elif meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
             params = self.gw.messages.own_capabilities(upstream.name, params)
         inflight = ctx.session.inflight.get(ctx.id)
         try:
@@ -143,6 +180,8 @@ class Router:
         response["id"] = ctx.id
         if "result" in response:
             self._after_forward(ctx, upstream, response)
+        elif modern:
+            response = upstream_error(response, upstream.name)
         return response
 
     def _after_forward(self, ctx: RequestContext, upstream: UpstreamServer, response: Message) -> None:

@@ -109,6 +109,9 @@ class UpstreamServer:
             if hasattr(transport, "protocol_version"):
                 # Streamable HTTP sends the negotiated version on every later request.
                 transport.protocol_version = str(result.get("protocolVersion", LATEST_VERSION))
+            if hasattr(transport, "schema_of"):
+                # and mirrors the arguments a tool designates into Mcp-Param-* headers
+                transport.schema_of = self._input_schema
             await transport.send(notification("notifications/initialized"))
             self.state = "ready"
             self.started_at = time.time()
@@ -366,6 +369,10 @@ class UpstreamServer:
         return None
 
     # ------------------------------------------------------------------ catalog
+
+    def _input_schema(self, tool: str) -> Any:
+        entry = self.catalog.tools.get(tool)
+        return entry.get("inputSchema") if isinstance(entry, dict) else None
 
     async def refresh_catalog(self) -> None:
         """Fetch tools, resources, templates and prompts (every page) the server offers."""

@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
 import orjson
 
 from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, RequestId, error
+from mcpwall.protocol.modern import standard_headers
 from mcpwall.transports._sse import events
 from mcpwall.transports.base import OnClosed, OnMessage, TransportClosed, TransportError
 
@@ -53,6 +54,8 @@ class StreamableHttpTransport:
         self._tasks: set[asyncio.Task[None]] = set()
         self._get_task: asyncio.Task[None] | None = None
         self._closed = False
+        #: a tool's inputSchema by name (the upstream's catalog), for the `Mcp-Param-*` it designates
+        self.schema_of: Callable[[str], Any] | None = None
 
     async def connect(self, on_message: OnMessage, on_closed: OnClosed) -> None:
         self._on_message = on_message
@@ -60,9 +63,15 @@ class StreamableHttpTransport:
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=self._timeout),
                                          follow_redirects=False)
 
-    def _request_headers(self) -> dict[str, str]:
+    def _request_headers(self, message: Message | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
                    **self._headers}
+        if message is not None:
+            # MCP 2026-07-28's standard headers mirror the body, whatever the server's revision.
+            params = message.get("params")
+            name = params.get("name") if message.get("method") == "tools/call" and isinstance(params, dict) else None
+            schema = self.schema_of(name) if self.schema_of is not None and isinstance(name, str) else None
+            headers.update(standard_headers(message, schema))
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         if self.protocol_version:
@@ -100,7 +109,7 @@ class StreamableHttpTransport:
         request_id = message.get("id") if "method" in message else None
         try:
             async with self._client.stream("POST", self.url, content=orjson.dumps(message),
-                                           headers=self._request_headers()) as response:
+                                           headers=self._request_headers(message)) as response:
                 if message.get("method") == "initialize":
                     self.session_id = response.headers.get("mcp-session-id") or self.session_id
                 if response.status_code == 202:

@@ -1,0 +1,296 @@
+"""Streamable HTTP of the 2026-07-28 revision on `/mcp`, `/mcp/{server}` and `POST /{server}`.
+
+A modern POST is one exchange: no `initialize`, no `Mcp-Session-Id` (one sent is
+ignored and none is minted), the request's `_meta` says who speaks. Its headers
+mirror its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and the
+`Mcp-Param-*` a tool's `inputSchema` designates with `x-mcp-header`) so that
+what stands in front of the gateway can route on them; `mismatch` checks them
+against the body before anything else runs, so no stage decides on one value
+while the server acts on another. A disagreement is HeaderMismatch (-32020,
+HTTP 400), and a tools/call refused so gets its ledger row like any refusal at
+the door. On a legacy request the headers are checked when sent (a legacy
+client sends none).
+
+Who a modern request is: the principal its token authenticated, as for any
+request, and the agent it names (X-Agent-Id, overridden by a named token). Its
+session (`ModernSessions`) is the one of that endpoint, principal and agent,
+kept between requests so that what the stages remember per session (toxic
+flows, attack chains, pins) holds for a client that never opens one; the
+client's self-reported `clientInfo` updates the session's client name but does
+not choose the session, so rotating it sheds nothing. Two clients of one
+principal may use the same request id at once: the second is given a distinct
+one inside the gateway and answered under its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcpwall.pipeline import Session
+from mcpwall.protocol import ErrorCode, Message, ProtocolError, error, request_id
+from mcpwall.protocol.modern import (
+    LATEST_MODERN,
+    MODERN_VERSIONS,
+    NAME_OF,
+    PROTOCOL_VERSION_META_KEY,
+    decode_header_value,
+    designates,
+    envelope,
+    is_modern,
+)
+from mcpwall.protocol.naming import split
+from mcpwall.proxy._asgi import Receive, Scope, Send, peer, reply, reply_json
+from mcpwall.proxy._sse import answer_request
+
+if TYPE_CHECKING:
+    from mcpwall.proxy._gateway import Gateway
+
+VERSION_HEADER = "mcp-protocol-version"
+METHOD_HEADER = "mcp-method"
+NAME_HEADER = "mcp-name"
+PARAM_PREFIX = "mcp-param-"
+#: Past this many sessions remembered, the closed ones are forgotten (the live ones are capped
+#: per principal by the frontend).
+_PRUNE_AT = 1024
+#: HTTP status of a modern request's error answer (the SDK's ERROR_CODE_HTTP_STATUS, and the
+#: gateway's own: 401, 429); anything else is 200.
+_STATUS = {
+    ErrorCode.PARSE_ERROR: 400,
+    ErrorCode.INVALID_REQUEST: 400,
+    ErrorCode.INVALID_PARAMS: 400,
+    ErrorCode.HEADER_MISMATCH: 400,
+    ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    ErrorCode.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    ErrorCode.METHOD_NOT_FOUND: 404,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.RATE_LIMITED: 429,
+}
+
+
+def claims(msg: Message, headers: dict[str, str]) -> bool:
+    """Whether a POST is of the 2026-07-28 revision: its body carries the envelope, or its
+    MCP-Protocol-Version header names a modern version (an `initialize` never is)."""
+    if msg.get("method") == "initialize":
+        return False
+    return is_modern(msg.get("params")) or headers.get(VERSION_HEADER) in MODERN_VERSIONS
+
+
+def _safe(value: str) -> bool:
+    """Visible ASCII, space and tab only (RFC 9110 field values as MCP allows them)."""
+    return all(" " <= c <= "~" or c == "\t" for c in value)
+
+
+def mismatch(
+    raw: list[tuple[bytes, bytes]],
+    headers: dict[str, str],
+    msg: Message,
+    *,
+    modern: bool,
+    schema_of: Callable[[str], Any],
+) -> str | None:
+    """Why the request's MCP headers disagree with its body, or None when they agree.
+
+    `raw` is the request's header lines as sent (a folded mapping hides a header sent twice,
+    which first-copy and last-copy readers would read differently). On a modern request the
+    standard headers are required; on a legacy one only those sent are compared. `schema_of`
+    gives a tool's inputSchema by the name the client called it (None when unknown).
+    """
+    if not modern and METHOD_HEADER not in headers and NAME_HEADER not in headers:
+        return None
+    seen: set[str] = set()
+    for name, _ in raw:
+        key = name.decode("latin-1").lower()
+        if key in (VERSION_HEADER, METHOD_HEADER, NAME_HEADER) or key.startswith(PARAM_PREFIX):
+            if key in seen:
+                return f"{key} header appears more than once"
+            seen.add(key)
+    params = msg.get("params")
+    body: dict[str, Any] = params if isinstance(params, dict) else {}
+    method = msg.get("method")
+    if modern:
+        meta = body.get("_meta")
+        version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+        if headers.get(VERSION_HEADER) != version:
+            return f"{VERSION_HEADER} header does not match the request envelope's protocol version"
+    given = headers.get(METHOD_HEADER)
+    if (modern or given is not None) and given != method:
+        return f"{METHOD_HEADER} header does not match the request body's method"
+    member = NAME_OF.get(method) if isinstance(method, str) else None
+    if member is not None:
+        value = body.get(member)
+        sent = headers.get(NAME_HEADER)
+        if value is not None and (modern or sent is not None):
+            if sent is None:
+                return f"{NAME_HEADER} header is missing"
+            if not _safe(sent):
+                return f"{NAME_HEADER} header carries invalid characters"
+            if decode_header_value(sent) != value:
+                return f"{NAME_HEADER} header does not match the request body's {member!r} parameter"
+        if modern and method == "tools/call" and isinstance(value, str):
+            return _params_mismatch(headers, body, schema_of(value))
+    return None
+
+
+def _params_mismatch(headers: dict[str, str], body: dict[str, Any], schema: Any) -> str | None:
+    """The `Mcp-Param-*` headers against the arguments, for a tool whose schema designates any."""
+    if not isinstance(schema, dict) or not designates(schema):
+        return None
+    for key, value in headers.items():
+        if key.startswith(PARAM_PREFIX) and not _safe(value):
+            return f"{key} header carries invalid characters"
+    from mcp.shared.inbound import validate_mcp_param_headers
+
+    args = body.get("arguments")
+    rejection = validate_mcp_param_headers(
+        schema,
+        args if isinstance(args, dict) else {},
+        {k: v for k, v in headers.items() if k.startswith(PARAM_PREFIX)},
+    )
+    return rejection.message if rejection is not None else None
+
+
+class ModernSessions:
+    """The session of each (endpoint, principal, agent) that speaks the modern revision."""
+
+    def __init__(self, gateway: Gateway, own: Callable[[Session], None]) -> None:
+        self.gateway = gateway
+        #: counts a new session against its principal's cap (`HttpFrontend._own`)
+        self._own = own
+        self._by_key: dict[tuple[str, str, str], Session] = {}
+        self._dups = itertools.count(1)
+
+    def session(self, server: str | None, identity: str, headers: dict[str, str], scope: Scope) -> Session:
+        agent = identity or headers.get("x-agent-id") or ""
+        key = (server or "", identity, agent)
+        found = self._by_key.get(key)
+        if found is None or found.closed:
+            if len(self._by_key) >= _PRUNE_AT:
+                self._by_key = {k: s for k, s in self._by_key.items() if not s.closed}
+            found = self.gateway.open_session(
+                "http",
+                server,
+                peer=peer(scope),
+                principal=identity,
+                agent=agent,
+                process_name=headers.get("x-mcpwall-process", ""),
+                protocol_version=LATEST_MODERN,
+            )
+            self._own(found)
+            self._by_key[key] = found
+        found.last_seen = time.monotonic()
+        return found
+
+    async def took(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        msg: Message,
+        size: int,
+        server: str | None,
+        headers: dict[str, str],
+        identity: str | None,
+    ) -> bool:
+        """Answer a POST of the modern revision: its envelope and headers checked first, then the
+        request through the gateway in its principal's session, as JSON or an event stream (True).
+        For a legacy request, refuse it when the MCP headers it sent disagree with its body (True),
+        else leave it to the frontend (False)."""
+        if not claims(msg, headers):
+            why = mismatch(scope["headers"], headers, msg, modern=False, schema_of=_no_schema)
+            if why is None:
+                return False
+            text = f"Header mismatch: {why}"
+            await self.gateway.refused(
+                msg, ErrorCode.HEADER_MISMATCH, text, server=server or server_of(msg), peer=peer(scope)
+            )
+            await reply_json(send, 400, error(request_id(msg), ErrorCode.HEADER_MISMATCH, text))
+            return True
+        rid = request_id(msg)
+        is_request = "method" in msg and "id" in msg
+        where = server or (server_of(msg) if is_request else None)
+        try:
+            if not is_request:
+                # 2026-07-28 defines no client-to-server notification over HTTP (closing a response
+                # stream cancels its request), and a client sends no responses: accepted, unread.
+                if "method" in msg:
+                    await reply(send, 202, b"")
+                    return True
+                raise ProtocolError(ErrorCode.INVALID_REQUEST, "a 2026-07-28 client sends requests only", rid)
+            params = msg.get("params")
+            if not is_modern(params):
+                raise ProtocolError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"params._meta is missing the required envelope key(s): {PROTOCOL_VERSION_META_KEY}",
+                    rid,
+                )
+            why = mismatch(
+                scope["headers"], headers, msg, modern=True, schema_of=schema_lookup(self.gateway, server)
+            )
+            if why is not None:
+                raise ProtocolError(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {why}", rid)
+            assert isinstance(params, dict)
+            envelope(rid, params)
+        except ProtocolError as exc:
+            await self.gateway.refused(msg, exc.code, exc.message, server=where, peer=peer(scope))
+            await reply_json(send, 400, exc.to_message())
+            return True
+        session = self.session(server, identity or "", headers, scope)
+        original = msg["id"]
+        inner = msg
+        if original in session.inflight:
+            inner = {**msg, "id": f"{original}#{next(self._dups)}"}
+        status: list[int] = []
+
+        async def call(emit: Any) -> Message | None:
+            answer = await self.gateway.handle_request(session, inner, emit, bytes_in=size)
+            if answer is not None:
+                if inner is not msg:
+                    answer = {**answer, "id": original}
+                err = answer.get("error")
+                if isinstance(err, dict) and err.get("code") in _STATUS:
+                    status.append(_STATUS[err["code"]])
+            return answer
+
+        async def send_status(event: dict[str, Any]) -> None:
+            if event["type"] == "http.response.start" and status and event["status"] == 200:
+                event = {**event, "status": status[0]}
+            await send(event)
+
+        await answer_request(receive, send_status, call, [])
+        return True
+
+
+def _no_schema(name: str) -> Any:
+    return None
+
+
+def server_of(msg: Message) -> str | None:
+    """The server a call on the aggregated endpoint names (`server__tool`), for its ledger row."""
+    params = msg.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    parts = split(name) if isinstance(name, str) else None
+    return parts[0] if parts else None
+
+
+def schema_lookup(gateway: Gateway, server: str | None) -> Callable[[str], Any]:
+    """A tool's inputSchema by the name a client of this endpoint calls it (None when unknown)."""
+
+    def schema_of(name: str) -> Any:
+        if server is not None:
+            owner, tool = server, name
+        else:
+            parts = split(name)
+            if parts is None:
+                return None
+            owner, tool = parts
+        upstream = gateway.servers.get(owner)
+        entry = upstream.catalog.tools.get(tool) if upstream is not None else None
+        return entry.get("inputSchema") if isinstance(entry, dict) else None
+
+    return schema_of
+
+
+__all__ = ["ModernSessions", "claims", "mismatch", "schema_lookup", "server_of"]
