@@ -145,7 +145,7 @@ async def test_status_servers_timeline_and_a_phone_screen(tmp_path: Path) -> Non
                                   ("approvals", "/ui/approvals", "#history tbody tr"),
                                   ("timeline", f"/ui/timeline?session={session}", "#events tbody tr"),
                                   ("simulate", "/ui/simulate", "#simulate"),
-                                  ("servers", "/ui/servers", "table.tools tr")):
+                                  ("servers", "/ui/servers", "table.tools tbody tr")):
             await page.goto(f"{gw.url}{path}")
             await page.wait_for_selector(ready)
             width = await page.evaluate("document.documentElement.scrollWidth")
