@@ -247,6 +247,8 @@ async def test_the_standalone_dashboard_answers_an_ask_that_the_gateway_holds(tm
                 assert calls[0]["decision"] == "ask"
                 servers = (await http.get("/api/servers")).json()
                 assert servers["mode"] == "standalone"
+                home = await http.get("/")
+                assert (home.status_code, home.headers["location"]) == (308, "/ui/")
                 [ev] = servers["servers"]  # no live catalog here: the tools the gateway pinned
                 assert {"name": "echo", "description": "Echoes back the input string", "pin": "pinned"} in ev["tool_list"]
                 status = (await http.get("/api/status")).json()

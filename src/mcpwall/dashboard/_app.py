@@ -61,6 +61,7 @@ class Dashboard:
         self.api = Api(self)
         routes = [
             Route("/ui", self._to_overview, methods=["GET"]),
+            Route("/", self._to_overview, methods=["GET"]),  # `mcpwall dashboard` alone: its address
             Route("/ui/login", self._login_form, methods=["GET"]),
             Route("/ui/login", self._login, methods=["POST"]),
             Route("/ui/logout", self._logout, methods=["POST"]),
