@@ -78,11 +78,19 @@ def current() -> bool:
                 and recorded.get("modules") == _modules())
 
 
+def can_compile() -> bool:
+    """Whether this interpreter can build extensions here: a C compiler and Python's headers."""
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    return bool(cc and shutil.which(cc[0])
+                and Path(sysconfig.get_paths()["include"], "Python.h").is_file())
+
+
 def _modules() -> list[str]:
     return sorted(f"{p}.{m}" for p, ms in _native.MODULES.items() for m in ms)
 
 
-def build() -> None:
+def build(target: Path = _native.BUILD) -> None:
+    """Compile into `target` (the tree's build, or a wheel's: tools/hatch_build.py)."""
     hashes = _native.source_hashes()
     with tempfile.TemporaryDirectory(prefix="mcpwall-native-") as tmp:
         work = Path(tmp)
@@ -102,16 +110,16 @@ def build() -> None:
         staged = work / "staged"
         out = work / "out"
         for package in ("mcpwall", *_native.packages()):
-            target = staged / package
-            target.mkdir(parents=True)
+            folder = staged / package
+            folder.mkdir(parents=True)
             for so in (out / Path(*package.split("."))).glob("*.so"):
-                shutil.copy2(so, target / so.name)
+                shutil.copy2(so, folder / so.name)
         (staged / _native.STAMP.name).write_text(json.dumps({
             "sources": hashes, "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
             "modules": _modules(), "extensions": built}, indent=1),
             encoding="utf-8")
-        shutil.rmtree(_native.BUILD, ignore_errors=True)
-        shutil.copytree(staged, _native.BUILD)
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(staged, target)
 
 
 def _extensions(work: Path, env: dict[str, str]) -> list[str]:

@@ -89,6 +89,9 @@ class GatewayProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra = extra or []
         self.env = {**os.environ, **(env or {})}
+        #: the mcpwall it runs and the folder it runs in (tests/packaging: an installed wheel's, outside the tree)
+        self.command = MCPWALL
+        self.cwd: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = home / "gateway.log"
         self._log_file: Any = None
@@ -96,9 +99,9 @@ class GatewayProcess:
     def start(self, timeout: float = 60.0) -> GatewayProcess:
         self._log_file = self.log.open("ab")
         self.proc = subprocess.Popen(
-            [MCPWALL, "proxy", "--home", str(self.home), "--servers", str(self.servers_file),
+            [self.command, "proxy", "--home", str(self.home), "--servers", str(self.servers_file),
              "--port", str(self.port), *self.extra],
-            stdout=subprocess.DEVNULL, stderr=self._log_file, env=self.env, start_new_session=True)
+            stdout=subprocess.DEVNULL, stderr=self._log_file, env=self.env, cwd=self.cwd, start_new_session=True)
         try:
             return self._wait_healthy(timeout)
         except BaseException:

@@ -118,7 +118,6 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
 
     from mcpwall.discovery import (
         apply_init,
-        find_mcpwall,
         plan_init,
         policy_text,
         render_markdown,
@@ -128,6 +127,7 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
     from mcpwall.discovery._backup import write_atomic
     from mcpwall.discovery._clienttokens import admin_tokens, identity_for
     from mcpwall.discovery._clienttokens import issue as issue_tokens
+    from mcpwall.discovery._install import choose_mcpwall
     from mcpwall.discovery._policyseed import policy_state, previous_seed, write_policy
 
     state_home = resolve_home(home)
@@ -136,7 +136,9 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
     data = report_data(result)
     scrub = scrubber_for(result)
     print_risk_table(console, data, scrub)
-    exe = mcpwall_path or find_mcpwall()
+    exe, launcher_note = (mcpwall_path, None) if mcpwall_path else choose_mcpwall()
+    if launcher_note:
+        console.print(Text(f"Warning: {launcher_note}", style="yellow"), soft_wrap=True)
     state = policy_state(state_home)
     own_policy = state in ("absent", "ours") or overwrite_policy
     kept_note = None if own_policy else kept_policy_note(state_home / "policy.yaml", mode)

@@ -21,6 +21,7 @@ up first (`_backup.py`).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -46,17 +47,58 @@ _REQUIRES_TYPE = frozenset({"vscode", "copilot", "goose", "continue"})
 
 
 def find_mcpwall() -> str:
-    """The mcpwall executable clients should launch: this one, wherever it is installed."""
+    """The mcpwall executable clients should launch (`choose_mcpwall` without its warning)."""
+    return choose_mcpwall()[0]
+
+
+def choose_mcpwall() -> tuple[str, str | None]:
+    """The mcpwall executable init writes into client configs, and a warning when it may not last.
+
+    Clients launch that path long after init ran, so an installed one (pipx's or uv's, on PATH)
+    is preferred over one in a source checkout's venv, which stops working once the checkout is
+    moved or deleted. Only when nothing else is found is such a one written, with a warning
+    that names it and says how to install mcpwall properly.
+    """
     argv0 = sys.argv[0] if sys.argv else ""
-    if os.path.basename(argv0).startswith("mcpwall") and os.path.isfile(argv0):
-        return os.path.abspath(argv0)
-    found = shutil.which("mcpwall")
-    if found:
-        return os.path.abspath(found)
-    beside = Path(sys.executable).parent / ("mcpwall.exe" if os.name == "nt" else "mcpwall")
-    if beside.is_file():
-        return str(beside)
-    raise ConfigError("cannot find the mcpwall executable; pass --mcpwall PATH")
+    candidates = [argv0 if os.path.basename(argv0).startswith("mcpwall") else None, shutil.which("mcpwall"),
+                  str(Path(sys.executable).parent / ("mcpwall.exe" if os.name == "nt" else "mcpwall"))]
+    found = [os.path.abspath(c) for c in candidates if c and os.path.isfile(c)]
+    if not found:
+        raise ConfigError("cannot find the mcpwall executable; pass --mcpwall PATH")
+    running = _short_lived(found[0])
+    for path in found:
+        if _short_lived(path) is None:
+            if running is None or os.path.realpath(path) == os.path.realpath(found[0]):
+                return path, None
+            return path, f"clients will launch {path}, the installed mcpwall, not {found[0]} ({running[0]})"
+    assert running is not None
+    where, install = running
+    return found[0], (f"clients will launch {found[0]}, which is {where}: moving or deleting it breaks every "
+                      f"client. Install mcpwall as a tool ({install}), then run `mcpwall uninstall` and that "
+                      "mcpwall's `init` (or pass --mcpwall PATH).")
+
+
+def _checkout_of(path: str) -> Path | None:
+    """The source checkout (a directory with pyproject.toml and src/mcpwall) that holds `path`."""
+    for parent in Path(path).resolve().parents:
+        if (parent / "pyproject.toml").is_file() and (parent / "src" / "mcpwall" / "__init__.py").is_file():
+            return parent
+    return None
+
+
+def _short_lived(exe: str) -> tuple[str, str] | None:
+    """Where `exe` lies when it may stop working after init, and how to install instead; None when installed."""
+    import mcpwall
+
+    root = _checkout_of(exe)
+    if root is None and os.path.realpath(os.path.dirname(exe)) == os.path.realpath(os.path.dirname(sys.executable)):
+        root = _checkout_of(mcpwall.__file__)  # this environment runs an editable install of a checkout
+    if root is not None:
+        return f"in the source checkout {root}", f"`pipx install {root}` or `uv tool install {root}`"
+    if any(re.fullmatch(r"archive-v\d+", part) for part in Path(exe).resolve().parts):
+        return ("in uv's cache, where `uvx` keeps a tool until the cache is cleaned",
+                "`uv tool install` or `pipx install` of the same wheel or directory")
+    return None
 
 
 @dataclass
@@ -281,5 +323,5 @@ def apply(p: Plan) -> list[Applied]:
     return out
 
 
-__all__ = ["DEFAULT_GATEWAY", "TOKEN_PLACEHOLDER", "Applied", "Change", "FilePlan", "Plan", "apply", "find_mcpwall",
-           "gateway_entry", "plan", "retokened_entry", "wrap_args", "wrapped_entry"]
+__all__ = ["DEFAULT_GATEWAY", "TOKEN_PLACEHOLDER", "Applied", "Change", "FilePlan", "Plan", "apply", "choose_mcpwall",
+           "find_mcpwall", "gateway_entry", "plan", "retokened_entry", "wrap_args", "wrapped_entry"]
