@@ -93,12 +93,26 @@ _SECRET_OBJECT = (
     r"|recovery phrases?|wallet (?:keys|files|seeds?)|credit card (?:numbers|data|details)|card numbers"
     r"|2fa codes?|otp codes?|mfa (?:codes?|tokens?)|secrets)")
 #: Verbs that mean taking what is not yours, whatever the object.
-_TAKE = (r"(?:harvest|steal|stole|stolen|dump|grab|scrap|sniff|captur|collect|extract|exfiltrat|crack"
+_TAKE = (r"(?:harvest|steal|stole|stolen|dump|grab|scrap|sniff|captur|collect|exfiltrat|crack"
          r"|brute[- ]?forc|phish|intercept|siphon|hijack|skim|pilfer|loot|swip)\w*")
 _DEFENCES = (r"(?:anti-?virus|anti-?malware|defender|edr|xdr|endpoint (?:protection|security|detection)"
              r"|security (?:software|tools?|monitoring|features?|controls?|agents?|products?|scanners?)"
              r"|selinux|apparmor|gatekeeper|sip|system integrity protection|windows security|firewall"
              r"|audit(?:ing| logs?| trail)?|logging|event logs?|intrusion detection|ids|monitoring agents?)")
+
+#: What only an attacker's endpoint receives: a URL, a paste site, a remote or third-party server.
+_OUTSIDE = (r"(?:https?://|ftp://|(?:an?\s+|the\s+|our\s+|a\s+remote\s+)?(?:remote|external|third[- ]party|unknown"
+            r"|offsite|off-site|collection|collector|drop|exfil\w*)\s+(?:server|host|endpoint|url|machine|site|bucket"
+            r"|location|address|service)|pastebin|paste site|webhook|ngrok|telegram bot|discord webhook|requestbin)")
+#: Secrets and private data by name or place.
+_PRIVATE = (r"(?:~/\.ssh|~/\.aws|\.env\b|\b(?:env(?:ironment)?\s+var(?:iable)?s|environment|credentials?|passwords?|api[ _-]?keys?|tokens?"
+            r"|private[ _-]keys?|ssh[ _-]keys?|id_rsa|secrets?|cookies|keychain|wallet|seed phrases?"
+            r"|browser (?:history|data|profiles?)|chat (?:history|logs)|conversation history|clipboard|keystrokes"
+            r"|contacts|emails|source code|customer (?:data|records|database)|(?:entire|whole|full) database))")
+#: Files that hold other people's secrets (a `.pub` key is public, a `.env` is read by config tools).
+_SECRET_FILES = (r"(?:~/\.ssh/id_\w+(?!\.pub)\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|~/\.aws/credentials"
+                 r"|\.git-credentials|~/\.netrc|/etc/shadow|wallet\.dat|login data|key[34]\.db|logins\.json"
+                 r"|cookies\.sqlite|keychain-db|\.kube/config|~/\.docker/config\.json)")
 
 RULES: tuple[_Rule, ...] = (
     # -- exfiltration
@@ -117,10 +131,29 @@ RULES: tuple[_Rule, ...] = (
     _r("exfiltration", "high",
        r"\b(?:encod|hid|tunnel|smuggl|embed)\w*\b" + _within(50) + r"\b(?:in|into|inside|through|via|as)\s+(?:dns|icmp)"
        r"\s+(?:quer|request|lookup|subdomain|label|packet|record)\w*"),
+    _r("exfiltration", "high",
+       r"\b(?:send|upload|post|transmit|forward|leak|beacon|relay|copy|copie|ship|stream|push|sync|mirror|exfil)"
+       r"\w*\b" + _within(40) + _PRIVATE + _within(60) + rf"\b(?:to|towards|into|onto|via|at)\s+{_OUTSIDE}"),
+    _r("exfiltration", "high",
+       _PRIVATE + _within(60) + r"\b(?:send|upload|post|transmit|forward|leak|beacon|relay|ship|stream|push|sync"
+       r"|mirror|exfil)\w*\b" + _within(40) + rf"\b(?:to|towards|into|onto|via|at)\s+{_OUTSIDE}"),
+    _r("exfiltration", "high",
+       r"\bredirect\w*\s+(?:\w+\s+){0,3}?(?:traffic|domains?|dns|requests|logins?|payments?)\s+to\s+(?:an?\s+|the\s+)?"
+       r"(?:attacker|malicious|rogue|fake|phishing|spoofed|lookalike|look-alike)"),
     # -- credential harvesting
+    _r("credential_harvesting", "high",
+       r"\b(?:read|get|fetch|retriev|return|cat|copy|copie|send|upload|open|access|collect|print|dump)\w*\b"
+       + _within(30) + _SECRET_FILES),
+    _r("credential_harvesting", "high",
+       r"\bphishing (?:emails?|messages?|pages?|sites?|campaigns?|kits?|links?|forms?)\b|\bspyware\b|\bstalkerware\b"
+       r"|\binfostealers?\b|\bcredential stealers?\b", threat=True),
+    _r("credential_harvesting", "high",
+       r"\b(?:captur|record|activat|access|stream|turn\w* on)\w*\s+(?:the\s+|from\s+the\s+)?(?:users?'?s?\s+)?"
+       r"(?:webcam|microphone|camera|screen|location)\b" + _within(40) + r"\b(?:without|secretly|covertly|silently"
+       r"|hidden|in the background without|unnoticed|stealth\w*)"),
     _r("credential_harvesting", "high", rf"\b{_TAKE}\b" + _within(50) + rf"\b{_SECRET_OBJECT}\b"),
     _r("credential_harvesting", "high",
-       r"\b(?:read|get|fetch|retriev|export|decrypt|list|gather|copy|copie|access|open)\w*\b" + _within(30) + r""
+       r"\b(?:read|get|fetch|retriev|export|decrypt|list|gather|copy|copie|access|open|extract)\w*\b" + _within(30) + r""
        r"\b(?:(?:saved|stored|cached|remembered)\s+(?:browser\s+)?(?:passwords|credentials|logins)"
        r"|browser(?:'s)?\s+(?:saved\s+|stored\s+)?(?:passwords|credentials|logins|login data)"
        r"|(?:chrome|firefox|edge|safari|brave)(?:'s)?\s+(?:saved\s+)?(?:passwords|credentials|cookies|login data)"
@@ -128,7 +161,7 @@ RULES: tuple[_Rule, ...] = (
        r"|sam (?:database|hive)|(?:wallet\s+)?seed phrases?|recovery phrases?)"),
     _r("credential_harvesting", "high",
        r"\bkey ?loggers?\b|\bkey ?logging\b|\b(?:log|record|captur|monitor|track)\w*\s+(?:all\s+|every\s+)?(?:the\s+)?"
-       r"(?:users?'?s?\s+)?keystrokes?\b"),
+       r"(?:users?'?s?\s+)?keystrokes\b|\b(?:every|each|all)\s+keystroke\b"),
     # -- the same, in a few other languages (Spanish, French, German, Portuguese, Italian, Chinese)
     _r("credential_harvesting", "high",
        r"\b(?:rob|extra|recopil|env[ií]|vol|récup[eè]r|recuper|stiehl|stehl|samm?el|roub|rub|raccogl|colet)\w*\b"
@@ -148,10 +181,10 @@ RULES: tuple[_Rule, ...] = (
        r"|so that)\b"),
     _r("destruction", "high",
        r"\b(?:wip|format|eras|destroy|brick|nuk|corrupt|overwrit|shred)\w*\b\s+(?:the\s+|all\s+|an?\s+|every\s+"
-       r"|entire\s+|whole\s+|users?'?s?\s+|host\s+|local\s+|primary\s+|system\s+|hard\s+|boot\s+){0,3}"
+       r"|entire\s+|whole\s+|users?'?s?\s+|host\s+|local\s+|primary\s+|system\s+|hard\s+|boot\s+|[a-z]:\\?\s+){0,3}"
        r"(?:disks?|drives?|hard drives?|file ?systems?|partitions?|machines?|computers?|hosts?|mbr"
        r"|master boot records?|boot (?:sectors?|records?|loaders?)|operating systems?|entire system|whole system"
-       r"|home director(?:y|ies))\b"),
+       r"|home director(?:y|ies))\b(?!\s+images?\b|\s+files?\b)"),
     _r("destruction", "high", r"\brm\s+-[a-z]*[rf][a-z]*\s+(?:--no-preserve-root\s+)?(?:/|~|\$home|\*)(?=\s|$|\*|/\*)"),
     _r("destruction", "high",
        r"\bransom\w*|\bencrypt\w*\b" + _within(40) + r"\b(?:files|documents|data|drives?|disks?)\b" + _within(80) + r""
@@ -167,14 +200,27 @@ RULES: tuple[_Rule, ...] = (
        r"(?:users?'?s?\s+)?(?:files|data|documents|home director(?:y|ies)|repositor(?:y|ies)|repos|emails|photos"
        r"|databases?|records|volumes|buckets|accounts)\b(?!" + _within(40) + r"\b(?:in|from|of|under|within|matching"
        r"|older|that|which)\b)"),
-    _r("destruction", "medium", r"\bdrop\w*\s+(?:all|every)\s+(?:the\s+)?(?:tables|databases|collections|schemas)\b"),
     _r("destruction", "high",
        r"\b(?:ddos|denial[- ]of[- ]service|syn flood|flood\w*\s+(?:the\s+)?(?:target|victim|server|host|network)s?)\b"),
     _r("destruction", "high",
        r"\bdrain\w*\s+(?:\S+\s+){0,3}?(?:wallets?|accounts?|funds|balances?)\b"
        r"|\btransfer\w*\s+(?:all|the entire|the full|every)\s+(?:of the\s+)?(?:funds|balance|tokens|assets|crypto\w*"
        r"|money|coins)\b"),
+    _r("destruction", "high",
+       r"\b(?:delet|clear|wip|eras|purg|truncat|tamper|shred|remov|disabl)\w*\s+(?:the\s+|all\s+|any\s+|every\s+)?"
+       r"(?:windows\s+|system\s+|host\s+)?(?:audit (?:logs?|trails?|records)|security (?:logs?|events)"
+       r"|(?:security\s+|system\s+)?event logs?"
+       r"|syslog|auth\.log|/var/log\S*|wtmp|lastlog|\.bash_history|bash history|shell history|forensic (?:evidence"
+       r"|artifacts|traces))\b"),
     # -- persistence
+    _r("persistence", "high",
+       r"\b(?:creat|add|mak|provision|set\w* up)\w*\s+(?:an?\s+|the\s+)?(?:hidden|secret|rogue|backdoor|unauthori[sz]ed"
+       r"|stealth|covert|shadow)\s+(?:admin\w*|root|superuser|privileged|system|service|user)?\s*(?:accounts?|users?"
+       r"|logins?|credentials)\b"),
+    _r("persistence", "high",
+       r"\bself[- ](?:replicat|propagat|spread)\w*|\b(?:spread|propagat|replicat|infect|worm)\w*\s+(?:itself\s+)?"
+       r"(?:to|across|through|into|onto)\s+(?:all\s+|other\s+|every\s+|nearby\s+|connected\s+|the\s+){0,2}"
+       r"(?:machines|hosts|devices|computers|systems|network|repositories|repos|servers|contacts)\b"),
     _r("persistence", "high",
        r"\bback ?doors?\b|\brootkits?\b|\bremote access trojans?\b|\btrojans?\b|\breverse[- ]shells?\b"
        r"|\bbind[- ]shells?\b|\bweb ?shells?\b|\bbotnets?\b|\bcrypto[- ]?(?:miners?|jack\w*)\b"
@@ -183,6 +229,11 @@ RULES: tuple[_Rule, ...] = (
                               r"|\bpersistent (?:remote )?access\b|\bescalat\w* (?:\w+ )?privileges?\b"
                               r"|\bprivilege escalation\b"),
     _r("persistence", "high",
+       r"\b(?:add|append|writ|insert|inject|plant|copy|copie|install|put|drop|place)\w*\b" + _within(60) + r""
+       r"\b(?:authorized_keys|sudoers|nopasswd)\b" + _within(60) + r"\b(?:attacker|backdoor|persist\w*|hidden|silently"
+       r"|covert\w*|stealth\w*|remote access|without|future access|re-?entry|permanent access)"),
+    # a key in authorized_keys or a sudoers line is how access is kept; an admin tool may do it on request (medium)
+    _r("persistence", "medium",
        r"\b(?:add|append|writ|insert|inject|plant|copy|copie|install|put|drop|place)\w*\b" + _within(60) + r""
        r"\bauthorized_keys\b|\b(?:add|append|writ|insert|inject|modif|edit)\w*\b" + _within(40) + r"\b(?:sudoers|nopasswd)\b"),
     _r("persistence", "high",

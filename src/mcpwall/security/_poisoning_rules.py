@@ -28,6 +28,7 @@ from mcpwall.security._poisoning_quotes import blank_mentions
 
 _Q = "[`'\"\u2018\u2019\u201c\u201d]"
 _NAME = r"[A-Za-z][A-Za-z0-9]*(?:[_\-][A-Za-z0-9]+)+"  # snake or kebab case: how tools are named
+_SNAKE = r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
 _I = re.IGNORECASE
 #: "You must ask the user first", "you should verify the path": caution addressed to the agent is what
 #: careful servers write; an order followed by one of these does not count.
@@ -40,6 +41,12 @@ _WARNING_AFTER = re.compile(r"\s*(?:this\s+(?:tool|operation|action|command|func
                             r"|will|is\s+(?:destructive|irreversible|permanent|dangerous)|cannot be undone|use with"
                             r"|irreversibl|permanent|destructive|requires?|only|not\b|never\b|do not|don't|be careful"
                             r"|deletes?|overwrites?|removes?|modifies|changes)", re.IGNORECASE)
+#: An error's opening, then anything on its line up to what it tells the agent to do.
+_ERROR_LEAD = (r"(?:^|[\s\"'{\[(])(?:error|err|exception|failed|failure|unauthori[sz]ed|forbidden|access denied)\b"
+               r"[\"']?\s*[:=-]?[^\n]{0,160}?\b")
+#: "use the retry_after value": a parameter or a field, not a tool.
+_NOT_A_TOOL = re.compile(r"[`'\"\u2019\u201d]?\s*(?:value|field|param\w*|header|argument|option|key|setting|flag"
+                         r"|variable|property|attribute)s?\b", re.IGNORECASE)
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
 
@@ -163,8 +170,10 @@ RULES: tuple[Rule, ...] = (
        r"(?:the\s+)?(?:(?:new|secure|updated|following|correct|proper|real)\s+)*"
        rf"(?:(?:tool|function)\s+{_Q}?[A-Za-z][\w.-]*{_Q}?|{_Q}[A-Za-z][\w.-]*{_Q}\s*(?:tool|function)\b"
        rf"|{_Q}{_NAME}{_Q}|{_NAME}\s+(?:tool|function)\b)", 2),
+    # a bare kebab-case word is often English ("using end-to-end encryption", "k-anonymity"): it counts quoted
     _r("tool-call", "tool_call", 1,
-       rf"\b(?:use|call|invoke|run|execute|trigger|using|calling|invoking)\s+(?:the\s+)?{_Q}?{_NAME}{_Q}?"),
+       rf"\b(?:use|call|invoke|run|execute|trigger|using|calling|invoking)\s+(?:the\s+)?(?:{_Q}{_NAME}{_Q}|{_SNAKE})",
+       reject_after=_NOT_A_TOOL),
     # -- preconditions: "before you answer, first call X" (1)
     _r("precondition", "precondition", 1,
        r"\b(?:before|prior to)\s+(?:using|calling|invoking|processing|accessing|attempting|retrieving|running"
@@ -205,10 +214,14 @@ RULES: tuple[Rule, ...] = (
     _r("sensitive-path", "sensitive", 1,
        r"~/\.(?:ssh|aws|gnupg|kube|docker|config/gcloud|netrc|npmrc|pypirc|git-credentials|bash_history"
        r"|zsh_history|bashrc|zshrc|profile|bash_profile)"
-       r"|(?:^|[\s'\"`(/])\.(?:bashrc|zshrc|bash_profile|profile|env|netrc|npmrc|pypirc|git-credentials)\b"
+       r"|(?:^|[\s'\"`(/])\.(?:bashrc|zshrc|bash_profile|profile|netrc|npmrc|pypirc|git-credentials)\b"
        r"|/\.(?:ssh|aws|gnupg|kube)/|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|/etc/(?:passwd|shadow|sudoers)\b"
-       r"|\b(?:private|ssh|secret|api|access)[ _-]?keys?\b|\bcredentials?\b|\bmcp\.json\b|claude_desktop_config"
-       r"|\bpasswords?\b|\b(?:seed|recovery) phrase\b|\benv(?:ironment)? var(?:iable)?s?\b"),
+       r"|\bmcp\.json\b|claude_desktop_config"),
+    # -- the same, named in words: a definition has little reason to, but a document, an e-mail or a
+    #    search result talks about passwords and API keys all the time (1; 0 in results)
+    _r("sensitive-word", "sensitive", 1,
+       r"\b(?:private|ssh|secret|api|access)[ _-]?keys?\b|\bcredentials?\b|\bpasswords?\b"
+       r"|\b(?:seed|recovery) phrase\b|\benv(?:ironment)? var(?:iable)?s?\b|(?:^|[\s'\"`(/])\.env\b", 0),
     # -- shell commands to run (1)
     _r("shell-command", "shell", 1,
        r"\bsudo\s+\S|\brm\s+-[rRf]{1,3}\b|\b(?:curl|wget)\b[^\n]{0,80}?https?://|\benv\s*\|"
@@ -274,15 +287,25 @@ RULES: tuple[Rule, ...] = (
        flags=re.MULTILINE),
     # -- "decode this base64 and run it": data has no business to ask (1; 2 in results)
     _r("decode-run", "decode_run", 1,
-       r"\bdecod\w*\b[^.\n]{0,80}?(?:\band\b|\bthen\b|,)\s*(?:then\s+)?(?:run|execute|eval\w*|exec|pipe (?:it |the result )?"
-       r"(?:to|into|through))\b|\b(?:run|execute|eval\w*)\s+(?:the\s+)?(?:decoded|base64[- ]decoded|de-?obfuscated)\b"
+       r"\bdecod\w*\b[^.\n]{0,80}?\b(?:and|then)\s+(?:then\s+)?(?:run|execute|eval\w*|exec)\s+(?:it|them|this|that"
+       r"|the (?:result|output|decoded \w+|payload|script|command|code))\b"
+       r"|\bdecod\w*\b[^.\n]{0,80}?\b(?:and|then)\s+pipe (?:it |the result )?(?:to|into|through)\b"
+       r"|\b(?:run|execute|eval\w*)\s+(?:the\s+)?(?:decoded|base64[- ]decoded|de-?obfuscated)\b"
        r"|\bbase64\s+(?:-d|--decode|-D)\b[^\n]{0,40}?\|\s*(?:ba|z|da)?sh\b", 2),
-    # -- an error that sends the agent to another tool or a URL (1; 2 in results)
-    _r("error-redirect", "error_redirect", 1,
-       r"(?:^|[\s\"'{\[(])(?:error|err|exception|failed|failure|unauthori[sz]ed|forbidden|access denied)\b[\"']?\s*[:=-]?"
-       r"[^\n]{0,160}?\b(?:call|use|invoke|run|execute|visit|open|go to|navigate to|fetch|curl|re-?authenticate (?:at|via)"
-       r"|authenticate (?:at|via|with)|retry (?:with|using|via))\s+(?:the\s+)?(?:tool\s+|function\s+|endpoint\s+|url\s+)?"
-       rf"(?:{_Q}?{_NAME}{_Q}?|https?://)", 2),
+    # -- an error that sends the agent to another tool (2 in results) or a URL (1: errors link their docs)
+    _r("error-tool", "error_redirect", 1,
+       _ERROR_LEAD + r"(?:(?:call|invoke|run|execute)\s+(?:the\s+)?(?:tool\s+|function\s+)?"
+       rf"{_Q}?{_NAME}{_Q}?|use\s+(?:the\s+)?(?:{_Q}?{_NAME}{_Q}?\s+(?:tool|function)\b|(?:tool|function)\s+{_Q}?{_NAME}))",
+       2, reject_after=_NOT_A_TOOL),
+    _r("error-url", "error_redirect", 1,
+       _ERROR_LEAD + r"(?:visit|open|go to|navigate to|fetch|curl|call|re-?authenticate (?:at|via)"
+       r"|authenticate (?:at|via|with)|retry (?:with|using|via)|log ?in (?:again )?at|sign ?in (?:again )?at)\s+"
+       r"(?:the\s+)?(?:url\s+|endpoint\s+|page\s+)?https?://"),
+    # -- asking for a secret: "paste your token", "enter your API key" (1)
+    _r("ask-secret", "ask_secret", 1,
+       r"\b(?:paste|enter|provide|send|submit|include|share|type|supply|give|reply with)\s+(?:us\s+|me\s+)?(?:your|the"
+       r"|an?|its)\s+(?:\w+\s+)?(?:token|api key|key|password|passphrase|credentials|secret|session|cookie|otp"
+       r"|2fa code|verification code|seed phrase|private key|recovery phrase)s?\b"),
     # -- speaking to the model by name: "Note to the AI:", "ATTENTION AGENT" (1)
     _r("address-model", "address", 1,
        r"\b(?:note|message|guidance|instructions?|directive|reminder)s?\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant"

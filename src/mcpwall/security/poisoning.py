@@ -271,9 +271,10 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
     if harvest and walked.truncated is None:
         for path, evidence in harvesting_params(item.get("inputSchema")):
             add("context_harvesting", "high", evidence, f"inputSchema.properties.{path}")
-        # what the tool says it does: its prose and the words of its name ("steal_browser_passwords")
+        # what the tool says it does: its prose and the words of its name ("steal_browser_passwords");
+        # text already read as orders to the agent ("read ~/.ssh/id_rsa") is reported as that, once
         said = f"{' '.join(words(name))}.\n{prose[0]}" if name else prose[0]
-        caps = capabilities(said)
+        caps = [] if verdicts else capabilities(said)
         if caps:
             add("capability", caps[0].severity, "; ".join(c.evidence for c in caps))
         for other_server, other in index.copies.copies_of({**item, "name": name}, server):
