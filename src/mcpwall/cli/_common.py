@@ -54,14 +54,19 @@ def load_checked_engine(path: Path | None) -> Any:
     """The policy engine for `path` (see `policy_path_for`), with its other sections (`dlp:`,
     `ledger:`, `honeytokens:`, `rbac:`, `stages:`) checked as the gateway would check them, so
     that `simulate` does not call a file good that `proxy` then refuses (exit 2, file:line)."""
-    from mcpwall.errors import ConfigError
     from mcpwall.policy import load_engine
-    from mcpwall.policy._loader import locate_section
-    from mcpwall.stages import default_stages
 
     engine = load_engine(path)
     source = engine.compiled.source
     sections = dict(source.sections)
+    if not sections:
+        # nothing of the file's for a stage to refuse: every stage builds from its defaults (a test keeps
+        # it so), and importing them all was most of a `simulate`'s start-up (issue 29)
+        return engine
+    from mcpwall.errors import ConfigError
+    from mcpwall.policy._loader import locate_section
+    from mcpwall.stages import default_stages
+
     if isinstance(sections.get("ledger"), dict):
         # checked, not opened: a decision needs no ledger (and a PostgreSQL one may not be reachable)
         sections["ledger"] = {k: v for k, v in sections["ledger"].items() if k != "url"}

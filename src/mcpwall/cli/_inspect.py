@@ -19,15 +19,16 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 import click
 
 from mcpwall.cli._common import home_option, json_option, policy_path_for, print_json
 from mcpwall.errors import ConfigError, MCPWallError
-from mcpwall.policy import ServerSpec
 from mcpwall.security.poisoning import Finding, scan_payload, scan_prompt, scan_tools
+
+if TYPE_CHECKING:  # a saved file is scanned without the policy engine or anyio (start-up, issue 29)
+    from mcpwall.policy import ServerSpec
 
 
 def _load_file(path: str) -> Any:
@@ -61,6 +62,7 @@ def configured_servers(home: Path | None, policy: Path | None, servers_files: tu
 async def _fetch(name: str, spec: ServerSpec, timeout: float) -> dict[str, list[dict[str, Any]]]:
     """tools/list, prompts/list, resources/list and resources/templates/list (every page) of one
     live server, through the official client."""
+    import anyio
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -129,6 +131,8 @@ async def _lists(client: Any) -> dict[str, list[dict[str, Any]]]:
 
 def scan_servers(servers: Mapping[str, ServerSpec], timeout: float) -> tuple[list[Finding], dict[str, str], int]:
     """(findings, errors by server, tools scanned) for live servers, each checked against the others."""
+    import anyio
+
     listed: dict[str, dict[str, list[dict[str, Any]]]] = {}
     errors: dict[str, str] = {}
 

@@ -8,8 +8,6 @@ from typing import Any
 
 import click
 import orjson
-from rich.console import Console
-from rich.table import Table
 
 from mcpwall.cli._common import home_option, json_option, load_checked_engine, policy_path_for, print_json
 from mcpwall.policy import Call, Context, Decision, RuleTrace, evaluate, prepare
@@ -45,9 +43,9 @@ def _self_protection(home: Path | None, policy_file: Path | None, compiled: Any,
     """The gateway's self-protection stage decides before the policy: the same answer here (issue 22)."""
     from types import SimpleNamespace
 
+    from mcpwall._protected import protected_set
     from mcpwall.cli._common import resolve_home
     from mcpwall.security.selfguard import RULE_ID
-    from mcpwall.stages.selfguard import protected_set
 
     root = resolve_home(home)
     settings = SimpleNamespace(home=root, policy_path=policy_file, servers_files=[], token_file=None, extras={})
@@ -92,6 +90,9 @@ def simulate(tool: str, server: str, args_json: str | None, description: str, cl
     if as_json:
         print_json({"tool": tool, "server": server, **decision.as_dict(with_trace=verbose)})
         return
+    from rich.console import Console  # only for the human-readable answer (start-up, issue 29)
+    from rich.table import Table
+
     console = Console()
     style = _STYLE.get(decision.action, "bold")
     console.print(f"[bold]{server + '/' if server else ''}{tool}[/] -> [{style}]{decision.action.upper()}[/]"

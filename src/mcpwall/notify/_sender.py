@@ -22,13 +22,14 @@ import logging
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from mcpwall.notify._events import NotificationEvent, pick
 from mcpwall.notify._formats import render
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("mcpwall.notify")
 
@@ -112,6 +113,8 @@ class Notifier:
     # ------------------------------------------------------------------ delivery
 
     def _http(self) -> httpx.AsyncClient:
+        import httpx  # here, not at import: `simulate` checks stages.notify and sends nothing (issue 29)
+
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self.options.timeout_s, trust_env=False, follow_redirects=False,
                                              transport=self._transport)
@@ -132,6 +135,8 @@ class Notifier:
                 dest.queue.task_done()
 
     async def _deliver(self, dest: _Destination, event: NotificationEvent) -> bool:
+        import httpx
+
         body = render(dest.fmt, event)
         headers = {"content-type": "application/json", "user-agent": "mcpwall-webhook", **dest.headers}
         o = self.options

@@ -23,13 +23,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from mcpwall.errors import InternalError
 from mcpwall.security._heuristics import Factor, evaluate, score
 from mcpwall.security.dlp import Scanner
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("mcpwall.judge")
 
@@ -116,6 +117,8 @@ class RemoteJudge:
 
     async def opinion(self, tool: str, description: str, arguments: Mapping[str, Any]) -> Opinion:
         """The model's opinion (cached); raises JudgeError when there is none."""
+        import httpx  # here, not at import: `simulate` checks stages.judge and asks no model (issue 29)
+
         key = self._key(tool, description, arguments)
         hit = self._cache.get(key)
         if hit is not None and hit[0] > time.monotonic():
@@ -135,6 +138,8 @@ class RemoteJudge:
         return opinion
 
     async def _ask(self, prompt: str) -> str:
+        import httpx
+
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s))
         if self.provider == "anthropic":

@@ -24,16 +24,15 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+from typing import TYPE_CHECKING, Any
 
 from mcpwall.policy import forms
 from mcpwall.protocol import json_text
 from mcpwall.security._json import strings
 from mcpwall.security._paths import SECRET_FILES, looks_like_path, sensitive, system_path
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 MAX_ERRORS = 20
 
@@ -79,6 +78,9 @@ class SchemaCache:
         if key in self._by_key:
             self._by_key.move_to_end(key)
             return self._by_key[key]
+        from jsonschema import Draft202012Validator  # here: `simulate` builds the stage, never a validator
+        from jsonschema.validators import validator_for
+
         compiled: Validator | None
         try:
             cls = validator_for(schema, default=Draft202012Validator)

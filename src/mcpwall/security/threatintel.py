@@ -27,12 +27,13 @@ import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from mcpwall.policy import canonical_host
 from mcpwall.security._json import strings
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("mcpwall.threatintel")
 
@@ -247,6 +248,8 @@ class ThreatFoxClient:
         self.cache_hits = 0
 
     def client(self) -> httpx.AsyncClient:
+        import httpx  # here, not at import: `simulate` checks stages.threatintel and looks nothing up (issue 29)
+
         if self._client is None:
             headers = {"Auth-Key": self.auth_key} if self.auth_key else {}
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), headers=headers)
@@ -265,6 +268,8 @@ class ThreatFoxClient:
         return False, None
 
     async def lookup(self, ind: Indicator) -> Verdict | None:
+        import httpx
+
         term = ind.value
         known, verdict = self.cached(term)
         if known:

@@ -19,16 +19,16 @@ ledger as a `policy/reload` protocol event with this rule id.
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcpwall._protected import protected_set
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
-from mcpwall.security.selfguard import RULE_ID, Finding, ProtectedSet, mutates
+from mcpwall.security.selfguard import RULE_ID, Finding, mutates
 from mcpwall.stages._components import Components
 
 if TYPE_CHECKING:
@@ -36,78 +36,6 @@ if TYPE_CHECKING:
 
 _ARGUMENTS = frozenset({"tools/call", "prompts/get"})
 _PARAMS = frozenset({"resources/read", "resources/subscribe", "completion/complete"})
-
-
-def protected_set(home: Path, policy_files: Iterable[str | Path], config: Mapping[str, Any],
-                  settings: Any = None) -> ProtectedSet:
-    """The gateway's protected set from its home, policy files, policy sections and start options."""
-    from mcpwall._token import token_path
-    from mcpwall.ledger import checkpoint_path, key_path, parse_url
-
-    policy_files = [*policy_files]
-    policy_path = getattr(settings, "policy_path", None)
-    if policy_path is not None:
-        policy_files.append(policy_path)
-    policy_files.append(home / "policy.yaml")
-    policy_files.extend(_extends_as_written(policy_files))
-    tokens = [token_path(home), key_path(home), checkpoint_path(home)]
-    token_file = getattr(settings, "token_file", None)
-    if token_file is not None:
-        tokens.append(token_file)
-    ledger: list[Path] = []
-    section = config.get("ledger")
-    url = (getattr(settings, "extras", None) or {}).get("ledger_url")
-    if url is None and isinstance(section, Mapping) and section.get("url") is not None:
-        url = str(section["url"])
-    try:
-        location = parse_url(home, url)
-    except Exception:  # a bad URL is the audit stage's to report; the default file is still ours
-        location = parse_url(home, None)
-    if location.path is not None:
-        ledger.append(location.path if location.path.is_absolute() else home / location.path)
-    rbac: list[Path] = []
-    section = config.get("rbac")
-    if section is not None and section is not False:
-        names = section if isinstance(section, Mapping) else {}
-        base = Path(policy_path).expanduser().resolve().parent if policy_path is not None else home
-        for key, default in (("model", "rbac_model.conf"), ("policy", "rbac_policy.csv")):
-            rbac.append(base / Path(str(names.get(key, default))).expanduser())
-            rbac.append(home / Path(str(names.get(key, default))).expanduser())
-    state: list[Path] = []
-    anchor = _anchor_dir(section if isinstance(section := config.get("ledger"), Mapping) else {})
-    if anchor is not None:
-        state.append(anchor)
-    return ProtectedSet.build(home, policy_files, servers_files=getattr(settings, "servers_files", None) or (),
-                              token_files=tokens, ledger_paths=ledger, rbac_files=rbac, extra_dirs=state)
-
-
-def _extends_as_written(files: Iterable[str | Path]) -> list[Path]:
-    """Each `extends` entry as the loader opens it, before symlinks are resolved: the policy's files
-    are recorded resolved, and a directory holding a symlink on the way (`/x/link -> /y/team`) could
-    otherwise be moved and a file of the agent's put at the written path for the next reload."""
-    from mcpwall.policy import parse_policy_text
-
-    out: list[Path] = []
-    for file in files:
-        try:
-            resolved = Path(file).expanduser().resolve()
-            doc, _ = parse_policy_text(resolved.read_text(encoding="utf-8"), str(resolved))
-        except Exception:  # not there, not a policy: the loader reports it; nothing to add
-            continue
-        for ext in doc.extends or []:
-            written = Path(os.path.expanduser(ext))
-            out.append(written if written.is_absolute() else resolved.parent / written)
-    return out
-
-
-def _anchor_dir(section: Mapping[str, Any]) -> Path | None:
-    """The ledger's head anchors, kept outside the home (`ledger.anchor`, `$MCPWALL_ANCHOR_DIR`)."""
-    try:
-        module = importlib.import_module("mcpwall.ledger._anchor")
-        found = module.anchor_dir(section.get("anchor"))
-    except Exception:  # no anchors in this build, or a bad setting the ledger stage reports
-        return None
-    return Path(found) if found is not None else None
 
 
 def server_dirs(spec: Any) -> tuple[str, ...]:
