@@ -14,7 +14,13 @@ This module finds those problems; it decides nothing. Findings are inputs to
 the policy (`mcpwall.stages.poisoning`) and to `mcpwall inspect`. Each has a
 `kind` (see `KINDS`), a `severity` (low < medium < high) and `evidence` a
 person can check. The rules generalise by behaviour, not by phrase: see
-`_poisoning_rules` for the groups and weights.
+`_poisoning_rules` for the groups and weights. Beside it: `_poisoning_walk`
+(every string of a definition), `_poisoning_names` (look-alikes, harvesting
+parameters), `_poisoning_capability` (tools that declare harm),
+`_poisoning_copies` (descriptions copied under another name),
+`_poisoning_quotes` (quoted examples are mentions), `_poisoning_results`
+(results, redaction, cleaning) and `_poisoning_secrets` (secrets in a saved
+result, for `inspect`).
 """
 
 from __future__ import annotations
@@ -26,14 +32,15 @@ from typing import Any
 
 from mcpwall.security import _poisoning_rules as rules
 from mcpwall.security._poisoning_capability import capabilities
-from mcpwall.security._poisoning_chars import clean, find_hidden, visible_text
+from mcpwall.security._poisoning_chars import find_hidden, visible_text
 from mcpwall.security._poisoning_copies import CopyIndex
+from mcpwall.security._poisoning_finding import SEVERITIES, Finding, worst
 from mcpwall.security._poisoning_names import NameIndex, harvesting_params, name_findings, words
+from mcpwall.security._poisoning_results import REDACTED, ResultScan, sanitize, scan_result, scan_text
 from mcpwall.security._poisoning_secrets import secrets_in
 from mcpwall.security._poisoning_walk import MAX_NAME as _MAX_NAME
 from mcpwall.security._poisoning_walk import readings, walk
 
-SEVERITIES = ("low", "medium", "high")
 KINDS: dict[str, str] = {
     "hidden_instructions": "instructions aimed at the agent in a tool definition",
     "tool_shadowing": "a definition that gives orders about, or makes claims about, another tool",
@@ -54,38 +61,11 @@ KINDS: dict[str, str] = {
 RESULT_KINDS = frozenset({"result_injection", "secret_in_result"})
 #: Descriptions longer than this (characters, all text fields together) are reported.
 DEFAULT_MAX_DESCRIPTION = 4096
-REDACTED = "[mcpwall: removed text aimed at the agent]"
 
 _QUOTED_OR_SNAKE = re.compile(r"[`'\"\u2018\u2019\u201c\u201d]([A-Za-z][\w.-]*)[`'\"\u2018\u2019\u201c\u201d]"
                               r"|\b([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+)\b|\bthe\s+(\w+)\s+tool\b", re.I)
 _CONTROL_CHAR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _NOT_NAMES = frozenset({"this", "that", "the", "a", "an", "same", "other", "new", "any", "each"})
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One problem in one tool definition or result."""
-
-    tool: str
-    kind: str
-    severity: str
-    evidence: str
-    where: str = "description"
-    server: str = ""
-
-    def as_dict(self) -> dict[str, str]:
-        return {"server": self.server, "tool": self.tool, "kind": self.kind, "severity": self.severity,
-                "evidence": self.evidence, "where": self.where}
-
-    @property
-    def rank(self) -> int:
-        return SEVERITIES.index(self.severity)
-
-
-def worst(findings: Iterable[Finding]) -> str | None:
-    """The highest severity among `findings`, or None when there are none."""
-    ranks = [f.rank for f in findings]
-    return SEVERITIES[max(ranks)] if ranks else None
 
 
 # ---------------------------------------------------------------------- definitions
@@ -324,114 +304,6 @@ def scan_prompt(prompt: Mapping[str, Any], *, server: str = "", label: str | Non
 
 
 _NO_PEERS = PeerIndex({})
-
-
-# ---------------------------------------------------------------------- results
-
-@dataclass
-class ResultScan:
-    """What scanning one tool result found, and the result as it may go to the client."""
-
-    findings: list[Finding]
-    result: Any
-    stripped: int = 0
-    redacted: int = 0
-
-
-def _lines_to_redact(text: str) -> list[bool]:
-    lines = text.split("\n")
-    marks = [bool(rules.hits(visible_text(line), response=True)) for line in lines]
-    inside = False
-    opener = re.compile(r"<\s*(important|information|info|instructions?|system|secret|hidden|critical[\w\s]*"
-                        r"|urgent[\w\s]*|admin|override)\s*>", re.I)
-    for i, line in enumerate(lines):
-        opened, closed = opener.search(line), re.search(r"</\s*\w[\w\s]*>", line)
-        if opened and not closed:
-            inside = True
-        if inside:
-            marks[i] = True
-        if closed:
-            inside = False
-    return marks
-
-
-def scan_text(text: str, *, tool: str = "", server: str = "", where: str = "content",
-              redact: bool = False) -> tuple[list[Finding], str, int]:
-    """One string of a tool result: (findings, the text as it may go to the client, lines redacted).
-
-    ANSI escapes and invisible characters are always removed from the returned text."""
-    findings = [Finding(tool, h.kind, h.severity, h.evidence, where, server) for h in find_hidden(text)]
-    cleaned = clean(text) if findings else text
-    visible = visible_text(text)
-    found = rules.hits(visible, response=True)
-    score = rules.score(found)
-    redacted = 0
-    if score >= 2:
-        severity = "high" if any(h.weight >= 2 for h in found) or score >= 3 else "medium"
-        findings.append(Finding(tool, "result_injection", severity, rules.evidence(visible, found), where, server))
-        if redact:
-            lines = cleaned.split("\n")
-            marks = _lines_to_redact(cleaned)
-            if not any(marks):
-                marks = [True] * len(lines)
-            kept: list[str] = []
-            for line, mark in zip(lines, marks, strict=True):
-                if not mark:
-                    kept.append(line)
-                elif not kept or kept[-1] != REDACTED:
-                    kept.append(REDACTED)
-            redacted = sum(marks)
-            cleaned = "\n".join(kept)
-    return findings, cleaned, redacted
-
-
-def scan_result(result: Any, *, tool: str = "", server: str = "", redact: bool = False,
-                limit: int = 4 * 1024 * 1024) -> ResultScan:
-    """A tools/call (or prompts/get, resources/read) result: every string in its content, structured
-    content and embedded resources is scanned and cleaned. Strings beyond `limit` characters in total
-    are passed through unscanned (the gateway bounds message size before this)."""
-    scan = ResultScan([], result)
-    budget = [limit]
-
-    def walk(value: Any, where: str) -> Any:
-        if isinstance(value, str):
-            if budget[0] <= 0 or len(value) < 8:
-                return value
-            budget[0] -= len(value)
-            found, cleaned, redacted = scan_text(value, tool=tool, server=server, where=where, redact=redact)
-            scan.findings.extend(found)
-            if cleaned != value:
-                scan.stripped += 1
-            scan.redacted += redacted
-            return cleaned
-        if isinstance(value, dict):
-            return {k: (v if k in ("type", "mimeType", "uri", "blob", "data", "_meta") else walk(v, f"{where}.{k}"))
-                    for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return value
-
-    scan.result = walk(result, "result")
-    return scan
-
-
-def sanitize(value: Any, _depth: int = 0) -> Any:
-    """`value` with ANSI escapes and invisible characters removed from every string (keys included).
-
-    Levels past `_SANITIZE_DEPTH` are returned as they are: they belong to a definition the scan
-    reports unscannable (hidden in enforce mode), and recursing further could exhaust the stack."""
-    if isinstance(value, str):
-        return clean(value)
-    if _depth > _SANITIZE_DEPTH:
-        return value
-    if isinstance(value, dict):
-        return {clean(k) if isinstance(k, str) else k: sanitize(v, _depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [sanitize(v, _depth + 1) for v in value]
-    return value
-
-
-_SANITIZE_DEPTH = 256
 
 
 def scan_payload(data: Any, *, max_description: int = DEFAULT_MAX_DESCRIPTION) -> list[Finding]:
