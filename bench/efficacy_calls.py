@@ -1,15 +1,12 @@
-"""Call-level detection on the `call` cases of shared/efficacy/dev.jsonl.
+"""Call-level detection on the `call` cases of shared/efficacy/dev.jsonl, through `mcpwall simulate`.
 
-Each case runs through the real gateway pipeline in-process (policy + every defence stage; the
-upstream is replaced by a dispatch that answers "ok"), in a fresh session, as a client would
-send it. A case is *detected* when the gateway refuses it (deny, or ask without an approver).
-Two policies:
-
-  A. the default policy (seatbelt's nine rules + mcpwall's defence rules), as shipped
-     (defaultAction: deny, so every call no rule allows is refused: detection is trivial and
-     the false-positive rate is that of default-deny);
-  B. the same rules with defaultAction: allow, which measures what the deny rules and the
-     stages catch on their own (the figure that matters for an operator with allow rules).
+Each case is decided by the public command, run in-process through the CLI's entry point:
+`mcpwall simulate TOOL --server S --args JSON --json` on the built-in default policy (a fresh,
+empty home, so no policy.yaml of the user's is read). A case is *stopped* when the decision is
+deny or ask **and a rule decided it**: a deny by `defaultAction` (the shipped default is deny) is
+not counted, since it refuses every call no rule allows, benign ones too, and stops nothing once
+an operator allows the tools they use. The table is by attack class, with the rule ids that
+stopped each malicious case, the misses and the false positives.
 
 Usage: python bench/efficacy_calls.py [--cases PATH] [--json]
 Nothing here special-cases the sample's strings; a held-out set measures the same code.
@@ -18,75 +15,112 @@ Nothing here special-cases the sample's strings; a held-out set measures the sam
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import logging
 import sys
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mcpwall.pipeline import Session  # noqa: E402
-from mcpwall.proxy import GatewaySettings, build  # noqa: E402
-from mcpwall.stages import RequestContext  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
 
-TEMPLATES = ROOT / "src" / "mcpwall" / "policy" / "templates"
+from mcpwall.cli import cli  # noqa: E402
+
 DEFAULT_CASES = ROOT.parent / "shared" / "efficacy" / "dev.jsonl"
+#: A weekday noon: the business-hours allow rule is in force (the harder case for detection).
+NOW = "2026-12-02T12:00:00"
 
 
-def _policy(dir_: Path, default_action: str | None) -> Path:
-    path = dir_ / f"policy-{default_action or 'shipped'}.yaml"
-    text = f"extends: [{TEMPLATES / 'default.yaml'}]\n"
-    if default_action:
-        text += f"defaultAction: {default_action}\n"
-    path.write_text(text)
-    return path
+def decide(runner: CliRunner, home: Path, payload: dict[str, Any]) -> dict[str, Any]:
+    """`mcpwall simulate` on one call: the decision as `--json` prints it."""
+    argv = [
+        "simulate",
+        payload["tool"],
+        "--server",
+        payload.get("server", ""),
+        "--args",
+        json.dumps(payload.get("arguments") or {}),
+        "--now",
+        NOW,
+        "--home",
+        str(home),
+        "--json",
+    ]
+    result = runner.invoke(cli, argv, catch_exceptions=False)
+    if result.exit_code not in (0, 1):
+        raise RuntimeError(f"simulate exited {result.exit_code}: {result.output}")
+    decided: dict[str, Any] = json.loads(result.output)
+    return decided
 
 
-async def _ok(ctx: RequestContext) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": ctx.id, "result": {"content": [{"type": "text", "text": "ok"}]}}
+def stopped_by_rule(decision: dict[str, Any]) -> bool:
+    """A deny or ask that a rule decided (the default action's deny does not count)."""
+    if decision.get("action") not in ("deny", "ask") and decision.get("enforced_action") not in (
+        "deny",
+        "ask",
+    ):
+        return False
+    return bool(decision.get("rule_ids"))
 
 
-async def run(cases: list[dict[str, Any]], policy: Path, home: Path) -> list[dict[str, Any]]:
-    gateway = build(GatewaySettings(home=home, policy_path=policy, insecure_no_auth=True)).gateway
-    await gateway.start()
-    out = []
-    try:
-        for i, case in enumerate(cases):
-            p = case["payload"]
-            session = Session(kind="stdio", client_name="efficacy", initialized=True)
-            params = {"name": p["tool"], "arguments": p["arguments"]}
-            msg = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
-            ctx = RequestContext(gateway, session, msg, "tools/call", i, params, server=p["server"], target=p["tool"])
-            answer = await gateway.pipeline.run(ctx, _ok)
-            err = (answer or {}).get("error") or {}
-            data = err.get("data") or {}
-            by = ",".join(data.get("rule_ids") or []) or ("default" if err else "")
-            if err and ctx.decision is not None and not ctx.decision.rule_ids and ctx.decision.action == "deny":
-                by = "defaultAction"
-            out.append({"id": case["id"], "label": case["label"], "attack_type": case["attack_type"],
-                        "refused": bool(err), "by": by, "warned": "judge" in ctx.notes and not err})
-    finally:
-        await gateway.stop()
-    return out
+def run(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    runner = CliRunner()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in cases:
+            decision = decide(runner, Path(tmp), case["payload"])
+            rows.append(
+                {
+                    "id": case["id"],
+                    "label": case["label"],
+                    "attack_type": case["attack_type"],
+                    "action": decision.get("action"),
+                    "rule_ids": decision.get("rule_ids") or [],
+                    "stopped": stopped_by_rule(decision),
+                    "payload": case["payload"],
+                }
+            )
+    return rows
 
 
-def summarize(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by_class: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r["label"] == "malicious":
+            by_class[r["attack_type"]].append(r)
     mal = [r for r in rows if r["label"] == "malicious"]
     ben = [r for r in rows if r["label"] == "benign"]
-    detected = sum(r["refused"] for r in mal)
-    fp = sum(r["refused"] for r in ben)
-    return {"policy": name, "malicious": len(mal), "detected": detected,
-            "detection_rate": round(detected / len(mal), 3) if mal else None,
-            "benign": len(ben), "false_positives": fp, "false_positive_rate": round(fp / len(ben), 3) if ben else None,
-            "flagged_not_refused": sum(r["warned"] for r in mal),
-            "by_mechanism": dict(Counter(r["by"].split(",")[0] for r in mal if r["refused"])),
-            "missed": [(r["id"], r["attack_type"]) for r in mal if not r["refused"]],
-            "false_positive_ids": [r["id"] for r in ben if r["refused"]]}
+    classes = []
+    for name in sorted(by_class):
+        items = by_class[name]
+        classes.append(
+            {
+                "class": name,
+                "cases": len(items),
+                "stopped": sum(r["stopped"] for r in items),
+                "rules": dict(Counter(i for r in items if r["stopped"] for i in r["rule_ids"])),
+            }
+        )
+    return {
+        "malicious": len(mal),
+        "stopped": sum(r["stopped"] for r in mal),
+        "benign": len(ben),
+        "false_positives": sum(r["stopped"] for r in ben),
+        "classes": classes,
+        "missed": [
+            {"id": r["id"], "class": r["attack_type"], "call": r["payload"]} for r in mal if not r["stopped"]
+        ],
+        "false_positive_cases": [
+            {"id": r["id"], "rule_ids": r["rule_ids"], "call": r["payload"]} for r in ben if r["stopped"]
+        ],
+    }
+
+
+def _rate(n: int, d: int) -> str:
+    return f"{n}/{d} = {n / d:.1%}" if d else "-"
 
 
 def main() -> None:
@@ -94,27 +128,22 @@ def main() -> None:
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    logging.disable(logging.WARNING)  # every refusal is logged; the summary is what counts here
     cases = [c for c in map(json.loads, args.cases.read_text().splitlines()) if c["kind"] == "call"]
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, action in (("A: default + defence rules (as shipped)", None),
-                             ("B: defence rules + stages only (defaultAction: allow)", "allow")):
-            rows = asyncio.run(run(cases, _policy(Path(tmp), action), Path(tmp) / (action or "shipped")))
-            results.append(summarize(name, rows))
+    summary = summarize(run(cases))
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps(summary, indent=2))
         return
-    print(f"call cases: {len(cases)} from {args.cases}")
-    for r in results:
-        print(f"\n{r['policy']}")
-        print(f"  detection: {r['detected']}/{r['malicious']} = {r['detection_rate']:.1%}"
-              f"   false positives: {r['false_positives']}/{r['benign']} = {r['false_positive_rate']:.1%}")
-        print(f"  refused by: {r['by_mechanism']}")
-        if r["flagged_not_refused"]:
-            print(f"  flagged (warn) but not refused: {r['flagged_not_refused']}")
-        for case_id, kind in r["missed"]:
-            print(f"  missed: {case_id} ({kind})")
+    print(f"call cases: {len(cases)} from {args.cases} (mcpwall simulate, built-in default policy)\n")
+    print("| class | stopped by a rule | rules |\n|---|---|---|")
+    for c in summary["classes"]:
+        rules = ", ".join(f"{k} ({v})" for k, v in sorted(c["rules"].items()))
+        print(f"| {c['class']} | {_rate(c['stopped'], c['cases'])} | {rules or '-'} |")
+    print(f"| **malicious, all** | {_rate(summary['stopped'], summary['malicious'])} | |")
+    print(f"| **benign stopped** | {_rate(summary['false_positives'], summary['benign'])} | |")
+    for miss in summary["missed"]:
+        print(f"missed: {miss['id']} ({miss['class']}): {json.dumps(miss['call'])}")
+    for fp in summary["false_positive_cases"]:
+        print(f"false positive: {fp['id']} by {', '.join(fp['rule_ids'])}: {json.dumps(fp['call'])}")
 
 
 if __name__ == "__main__":

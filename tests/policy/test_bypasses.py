@@ -328,10 +328,15 @@ def test_the_shipped_destructive_and_download_exec_rules_see_common_spellings(co
 
 @pytest.mark.parametrize("command", [
     "rm -rf build/", "rm -rf ./node_modules", "rm -f /tmp/x.txt", "rm -rf /tmp/build", "rm -rf ~/.cache/pip",
-    "curl -s https://example.com/data.json | jq .",
 ])
-def test_ordinary_cleanups_and_downloads_stay_allowed(command: str) -> None:
+def test_ordinary_cleanups_stay_allowed(command: str) -> None:
     assert decide(SHIPPED_ALLOW, "run_command", {"command": command}).action == "allow", command
+
+
+def test_an_ordinary_download_is_asked_about_not_denied() -> None:
+    # issue 25: a command line that reaches the network is a sink the default policy asks a person about
+    d = decide(SHIPPED_ALLOW, "run_command", {"command": "curl -s https://example.com/data.json | jq ."})
+    assert (d.action, d.rule_ids) == ("ask", ("ask-shell-network",))
 
 
 SHIPPED = compile_text(template_text("default"))

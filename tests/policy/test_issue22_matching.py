@@ -129,7 +129,7 @@ class TestCommandsAreMatchedAfterShellQuoteRemoval:
     @pytest.mark.parametrize("command", [
         "ls -la", "git status", "git commit -m 'fix: it''s done; ok'", "echo 'hello | world'",
         "npm test && npm run build", "python -m pytest -q", "cat README.md | grep foo", "grep -r 'TODO' src/",
-        "make -j4 2>&1 | tail", "cd /workspace && ls", "curl https://api.github.com | jq .", "echo \"$(date)\"",
+        "make -j4 2>&1 | tail", "cd /workspace && ls", "echo \"$(date)\"",
         "git log --oneline | head", "sed -i 's/a/b/' file.txt", "for f in *.txt; do echo $f; done",
         "rm -rf build/", "rm -rf ./node_modules", "rm -rf /tmp/mybuild", "find . -name '*.pyc' -delete",
         "find /workspace -name x -delete", "find / -name '*.py'", "env FOO=1 npm start", "nice -n 5 make",
@@ -139,6 +139,13 @@ class TestCommandsAreMatchedAfterShellQuoteRemoval:
         for arguments in ({"command": command}, {"command": "bash", "stdin": command}):
             d = decide(OPEN, "run_command", arguments)
             assert d.action == "allow", (arguments, d)
+
+    def test_a_command_line_that_reaches_the_network_is_asked_not_denied_issue_25(self) -> None:
+        # issue 25: a shell's curl/wget is a network sink the default policy asks a person about
+        for arguments in ({"command": "curl https://api.github.com | jq ."},
+                          {"command": "bash", "stdin": "curl https://api.github.com | jq ."}):
+            d = decide(OPEN, "run_command", arguments)
+            assert (d.action, d.rule_ids) == ("ask", ("ask-shell-network",)), (arguments, d)
 
     def test_the_normalised_forms_are_only_for_restrictive_rules(self) -> None:
         facts = prepare(Call(name="run", arguments={"command": "'rm' -rf /"}))

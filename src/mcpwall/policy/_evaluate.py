@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
+from mcpwall.policy._calls import FACT_INDEX
 from mcpwall.policy._compile import CompiledPolicy, CRule
 from mcpwall.policy._decision import PRECEDENCE, Action, Decision, RuleTrace
 from mcpwall.policy._facts import Call, Context, Facts
@@ -79,6 +80,14 @@ def _texts(rule: CRule, view: View, exempt: bool) -> Iterator[tuple[str, str]]:
     elif target == "response":
         for text in facts.response_texts:
             yield text, "response"
+        return
+    elif target in FACT_INDEX:
+        # What the call touches, runs and sends (`_calls.py`): facts, not spellings, so allow and
+        # restrictive rules alike see them; the argument they come from is the evidence.
+        index = FACT_INDEX[target]
+        for kind, text, path in facts.derived:
+            if kind == index:
+                yield text, f"{target} of {path or 'the call'}:"
         return
     if target == "network" and exempt:
         values = view.free_net_values()

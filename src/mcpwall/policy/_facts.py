@@ -19,6 +19,19 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
+from mcpwall.policy._calls import (
+    KEY_COMMAND,
+    KEY_HOST,
+    KEY_NO_FACTS,
+    KEY_PLAIN,
+    KEY_URL,
+    SHELL_TOOL,
+    call_facts,
+    key_class,
+    may_add_facts,
+    place_key,
+    tool_flags,
+)
 from mcpwall.policy._host import is_host_key
 from mcpwall.policy._resolve import HostResolver
 from mcpwall.policy._shell import SHELLS
@@ -104,6 +117,9 @@ class Facts(NamedTuple):
     response_texts: tuple[str, ...]
     #: True when the arguments exceeded MAX_VALUES / MAX_DEPTH.
     truncated: bool = False
+    #: What the call touches, runs, sends and lets out (`_calls.py`): (index into `_calls.FACT_TARGETS`,
+    #: text, the argument's path), matched by the rules whose target is that fact.
+    derived: tuple[tuple[int, str, str], ...] = ()
 
 
 def _scalar_text(value: Any) -> str | None:
@@ -139,6 +155,11 @@ _PROGRAM_BIT: Final = 4
 _ARGV_BIT: Final = 8
 _STDIN_BIT: Final = 16
 _HOST_BIT: Final = 32
+#: A key whose value is a command line or a URL (`_calls.key_class`).
+_COMMAND_BIT: Final = 64
+_URL_BIT: Final = 128
+#: A key that names a place or a setting (`cwd`, `path`): not run as a command by a shell tool.
+_PLACE_BIT: Final = 256
 _KEY_KINDS: Final[dict[str, int]] = {}
 
 
@@ -161,6 +182,13 @@ def _key_kind(key: str) -> int:
             kind |= _STDIN_BIT
         if key and is_host_key(key):
             kind |= _HOST_BIT
+        if key and place_key(key):
+            kind |= _PLACE_BIT
+        cls = key_class(key, bool(kind & _HOST_BIT)) if key else KEY_PLAIN
+        if cls == KEY_COMMAND:
+            kind |= _COMMAND_BIT
+        elif cls == KEY_URL:
+            kind |= _URL_BIT
         if len(key) <= 256:
             if len(_KEY_KINDS) >= 4096:
                 _KEY_KINDS.clear()
@@ -169,18 +197,27 @@ def _key_kind(key: str) -> int:
 
 
 class _Walker:
-    __slots__ = ("env_keys", "home", "keys", "realpath", "resolver", "spelled", "truncated", "values")
+    __slots__ = ("derived", "env_keys", "facts", "home", "keys", "plain", "realpath", "resolver", "shell",
+                 "spelled", "truncated", "values")
 
     def __init__(self, home: str | None, realpath: Callable[[str], str] | None,
-                 resolver: Callable[[str], tuple[str, ...] | None] | None = None) -> None:
+                 resolver: Callable[[str], tuple[str, ...] | None] | None = None, facts: bool = True,
+                 shell: bool = False) -> None:
         self.values: list[ArgValue] = []
         self.keys: list[tuple[str, str]] = []
         self.env_keys: list[str] = []
+        self.derived: list[tuple[int, str, str]] = []
         self.truncated = False
         self.home = home
         self.realpath = realpath
         self.resolver = resolver
-        self.spelled = spelled_cache(home, False)
+        #: Whether the texts' facts are wanted (`_calls.py`): not for a response's texts.
+        self.facts = facts
+        #: The tool runs its arguments as commands (`_calls.shell_tool`): every text is a command line.
+        self.shell = shell
+        #: The key class of a text under a key that says nothing of it.
+        self.plain = KEY_NO_FACTS if not facts else (KEY_COMMAND if shell else KEY_PLAIN)
+        self.spelled = spelled_cache(home, self.plain)
 
     def walk(self, value: Any, path: str, key: str, depth: int) -> None:
         if len(self.values) + len(self.keys) >= MAX_VALUES or depth > MAX_DEPTH:
@@ -237,6 +274,10 @@ class _Walker:
                     and all(type(a) is str for a in v):
                 line = " ".join([program, *v])
                 self._leaf(line, f"{path}#argv" if path else "#argv", str(k))
+                if self.facts:
+                    # The same quoted as the program gets it, each argument one word (`bash -c 'cat x'`), read
+                    # as a command line: what it runs and touches are facts, its files spellings.
+                    self._leaf(shlex.join([program, *v]), f"{path}#argv" if path else "#argv", "command")
                 break
         for k, v in value.items():
             if type(v) is str and _key_kind(str(k)) & _STDIN_BIT and v.strip():
@@ -248,15 +289,29 @@ class _Walker:
                 break
 
     def _leaf(self, text: str, path: str, key: str) -> None:
-        host_key = bool(key) and (_key_kind(key) & _HOST_BIT) != 0
-        cache = spelled_cache(self.home, True) if host_key else self.spelled
+        bits = _key_kind(key) if key else 0
+        if not bits & (_HOST_BIT | _COMMAND_BIT | _URL_BIT):
+            cls = self.plain
+            cache = self.spelled
+            if self.shell and ("[" in path or "." in path or bits & _PLACE_BIT):
+                # A shell tool runs its top-level texts (`terminal(input="id")`), not a list's items (tags).
+                cls = KEY_PLAIN
+                cache = spelled_cache(self.home, cls)
+        elif not self.facts:
+            cls = KEY_HOST if bits & _HOST_BIT else KEY_NO_FACTS
+            cache = spelled_cache(self.home, cls)
+        else:
+            cls = KEY_HOST if bits & _HOST_BIT else (KEY_COMMAND if bits & _COMMAND_BIT or self.shell else KEY_URL)
+            cache = spelled_cache(self.home, cls)
         spelled = cache.get(text)
         if spelled is None:
-            spelled = spell(text, self.home, host_key)
+            spelled = spell(text, self.home, cls)
             remember(cache, text, spelled)
         elif spelled is PLAIN:  # the text is its only spelling (`_spelling.py`)
             self.values.append(tuple.__new__(ArgValue, (path, key, text, (text,), text)))
             return
+        if spelled.facts and self.facts:
+            self.derived.extend((k, t, path) for k, t in spelled.facts)
         variants = spelled.variants
         canonical = spelled.canonical
         paths = spelled.paths
@@ -303,7 +358,7 @@ class _Walker:
 def _response_texts(result: Any) -> tuple[str, ...]:
     if result is None:
         return ()
-    walker = _Walker(None, None)
+    walker = _Walker(None, None, facts=False)
     walker.walk(result, "", "", 0)
     return tuple(v.raw for v in walker.values if v.key not in ("type", "mimeType"))
 
@@ -345,12 +400,17 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
     """
     if home is None:
         home = _HOME
+    flags = tool_flags(call.name)
     walker = _Walker(home, _default_realpath if resolve_symlinks else None,
-                     _default_resolver if resolve_hosts else None)
+                     _default_resolver if resolve_hosts else None, shell=bool(flags & SHELL_TOOL))
     walker.walk(call.arguments, "", "", 0)
+    derived = walker.derived
+    if (flags or derived) and may_add_facts(flags, derived):
+        derived += call_facts(call.name, derived, ((v.path, v.key, v.raw) for v in walker.values))
     # As `Facts(call, values, ...)`, without the NamedTuple's `__new__` (see `_Walker._leaf`).
     return tuple.__new__(Facts, (call, tuple(walker.values), tuple(walker.keys), tuple(walker.env_keys),
-                                 _response_texts(call.result), walker.truncated))
+                                 _response_texts(call.result), walker.truncated,
+                                 tuple(dict.fromkeys(derived)) if derived else ()))
 
 
 __all__ = ["ArgValue", "CachedRealpath", "Call", "Context", "Facts", "local_now", "prepare"]

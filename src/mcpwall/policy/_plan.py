@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mcpwall.policy._calls import FACT_INDEX, FACT_TARGETS
 from mcpwall.policy._facts import ArgValue, Call, Context, Facts
 from mcpwall.policy._match import PatternSet
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from mcpwall.policy._decision import Decision
 
 # What kind of text an argument-level rule accepts.
-VALUES, KEYS, ENV, URI = 1, 2, 4, 8
+VALUES, KEYS, ENV, URI, FACTS = 1, 2, 4, 8, 16
 _CACHE_SIZE = 65536
 _PLAN_CACHE_SIZE = 8192
 #: Targets whose rules look at a call's names (tool, description, server, URI, prompt).
@@ -46,6 +47,8 @@ def text_kinds(rule: CRule) -> int:
         return VALUES
     if t == "resource":
         return URI
+    if t in FACT_INDEX:
+        return FACTS
     return 0
 
 
@@ -111,6 +114,9 @@ class FastIndex:
         #: Rules whose match still depends on the call beyond its texts.
         self.finish_rules = mask(lambda i, r: r.context is not None or bool(r.constraints))
         self.redact_rules = mask(lambda i, r: r.action == "redact")
+        #: The rules on each of the call's facts (`_calls.FACT_TARGETS`), by fact index.
+        self.fact_rules = tuple(sum(1 << i for i, r in enumerate(rules) if r.target == name and r.action != "redact")
+                                for name in FACT_TARGETS)
         # How build_plan sorts the rules in scope of a call shape, without looking at
         # each: rules with no target match every call; argument-level rules (and every
         # redact rule: seatbelt's name argument keys) only ever match arguments; the
@@ -163,7 +169,7 @@ class Plan:
     """What is already known about every call of one shape."""
 
     __slots__ = ("allowlisted", "any_spelling", "arg_mask", "by_found", "canonical", "decision", "env_scope",
-                 "key_scope", "name_mask", "rules", "uri_any_spelling", "uri_canonical")
+                 "fact_scope", "key_scope", "name_mask", "rules", "uri_any_spelling", "uri_canonical")
 
     def __init__(self, name_mask: int, arg_mask: int, allowlisted: bool, index: FastIndex) -> None:
         self.name_mask = name_mask
@@ -178,6 +184,9 @@ class Plan:
         self.uri_canonical = (index.uri_restrictive | index.uri_canonical) & arg_mask
         self.key_scope = index.key_rules & arg_mask
         self.env_scope = index.env_rules & arg_mask
+        #: The fact rules in scope, by fact index; None when there are none.
+        scope = tuple(m & arg_mask for m in index.fact_rules)
+        self.fact_scope = scope if any(scope) else None
         #: The decision of every call of this shape, when nothing else can change it.
         self.decision: Decision | None = None
         #: Decisions by the rules matched, for calls with no failed constraint and no redaction.
@@ -340,6 +349,16 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context, hooks: Hooks
                     found |= _value_hits(plan, v, text, hits, raw_hits)
         if plan.key_scope or plan.env_scope:
             found |= _key_hits(index, plan, facts)
+        fact_scope = plan.fact_scope
+        if fact_scope is not None and facts.derived:
+            for fact in facts.derived:
+                in_scope = fact_scope[fact[0]]
+                if in_scope:
+                    text = fact[1]
+                    hits = texts.get(text)
+                    if hits is None:
+                        hits = index.new_text(text)
+                    found |= hits & in_scope
     if found & index.window_rules:
         found &= ~index.outside_window(ctx)
     # A Decision is a function of which rules matched, how constraints failed and,

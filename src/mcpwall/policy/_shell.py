@@ -268,6 +268,8 @@ class _Lexer:
                 if flag[:1] != "-" or flag == "--":
                     break
                 if "c" in flag[1:] and flag[1:2] != "-":
+                    if words[j + 1].lstrip()[:1] in ("|", "&", ";", ")"):
+                        break  # a syntax error: the shell runs nothing of it
                     _, inner = _Lexer(words[j + 1], self.depth + 1, self.commands, self.lines).run()
                     self.lines.append(" ".join(inner))
                     break
@@ -295,6 +297,11 @@ def _tidy_path(path: str) -> str:
 _PROGRAM_PATH = re.compile(r"(?![a-zA-Z][a-zA-Z0-9+.-]*://)[^\s()$`]*/[^\s/()$`]+/*")
 #: The same where a command starts in a whole line (`a | /bin/sh`), for its basename spelling.
 _LINE_PROGRAM = re.compile(r"(^|[;&|(]\s*|\$\(\s*)(?![a-zA-Z][a-zA-Z0-9+.-]*://)[^\s;&|()$`'\"]*/([^\s/;&|()$`'\"]+)(?=\s|$)")
+
+
+def program_start(words: list[str]) -> int:
+    """Index of the program's word, after variable assignments and wrappers (`env -i`, `nice -n`)."""
+    return _program_start(words)
 
 
 def _program_start(words: list[str]) -> int:
@@ -353,6 +360,21 @@ def _plain_words(text: str) -> bool:
             and "  " not in text and text.partition(" ")[0] not in _WRAPPERS)
 
 
+def simple_commands(text: str) -> list[list[str]]:
+    """The words of each simple command of `text`, as the shell runs them (`_calls.py` reads what each
+    command touches from them). Redirections stay in the words (`>`, `>>f`); a text with no shell syntax
+    is one command, its words split at blanks."""
+    if len(text) > MAX_COMMAND_TEXT or text.lstrip()[:1] in ("|", "&", ";", ")"):
+        return []  # a shell runs nothing of a text that starts with an operator (a syntax error): a table row
+    if _LEXED.search(text) is None and "{" not in text and "$" not in text:
+        words = text.split()
+        if not any(w.rpartition("/")[2] in SHELLS for w in words):  # `bash -c x`: its script is a command too
+            return [words] if words else []
+    commands: list[list[str]] = []
+    _Lexer(text, 0, commands, []).run()
+    return commands
+
+
 def _command_texts(text: str) -> tuple[str, ...]:
     if not _shellish(text):
         return ()
@@ -386,4 +408,4 @@ def _command_texts(text: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-__all__ = ["MAX_COMMAND_TEXT", "SHELLS", "command_texts"]
+__all__ = ["MAX_COMMAND_TEXT", "SHELLS", "command_texts", "program_start", "simple_commands"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
+from mcpwall.policy._calls import FILES, KEY_HOST, Fact, text_facts
 from mcpwall.policy._host import canonical_host, canonical_ip, host_value
 from mcpwall.policy._normalize import forms
 from mcpwall.policy._shell import command_texts
@@ -42,16 +43,28 @@ class Spelled(NamedTuple):
     hosts: tuple[tuple[str, str, str], ...]
     #: The spellings whose symlinks are resolved (absolute paths without a NUL).
     paths: tuple[str, ...]
+    #: What the text touches, runs and sends (`_calls.text_facts`): (fact index, text).
+    facts: tuple[Fact, ...] = ()
 
 
-def spell(text: str, home: str | None, host_key: bool) -> Spelled:
-    """The spellings of `text` that do not change with time, computed afresh (`_Walker._leaf` caches them)."""
+def spell(text: str, home: str | None, kind: int) -> Spelled:
+    """The spellings of `text` that do not change with time, computed afresh (`_Walker._leaf` caches them).
+
+    `kind` is the class of the text's key (`_calls.key_class`): a host, a command line, a URL or plain."""
+    host_key = kind == KEY_HOST
     variants, canonical = forms(text, home)
     # `r\\m -rf /`, `'rm' -rf /`, `a; rm -rf ~`: each command as the shell runs it, for the
     # restrictive rules (the canonical, which allow rules see, stays the text's own).
     shell = command_texts(text)
     if shell:
         variants += tuple(t for t in shell if t not in variants)
+    facts = text_facts(text, kind)
+    if facts:
+        # The files a command touches are spellings too: a `file` rule for `/etc/passwd` meets
+        # `cat /etc/passwd` as it meets `read_file /etc/passwd` (the home stays `~`: see `_calls.py`).
+        touched = tuple(dict.fromkeys(t for k, t in facts if k == FILES and t not in variants and t != text))
+        if touched:
+            variants += touched
     if host_key:
         # `{"host": "2130706433"}` reaches 127.0.0.1 as surely as a URL does. Only
         # restrictive rules get the host's spellings: the canonical one stays the text.
@@ -60,7 +73,7 @@ def spell(text: str, home: str | None, host_key: bool) -> Spelled:
             variants += extra
     hosts = _host_names(variants, host_key) if host_key or "://" in text or ":" in text[:12] else ()
     paths = tuple(v for v in variants if v.startswith("/") and "\x00" not in v)
-    return tuple.__new__(Spelled, (variants, canonical, hosts, paths))
+    return tuple.__new__(Spelled, (variants, canonical, hosts, paths, facts))
 
 
 def _host_names(variants: tuple[str, ...], host_key: bool) -> tuple[tuple[str, str, str], ...]:
@@ -75,24 +88,24 @@ def _host_names(variants: tuple[str, ...], host_key: bool) -> tuple[tuple[str, s
     return tuple(out)
 
 
-#: `spell` by text, one dict per (home, host key) (`spelled_cache`, filled by `remember`).
-_SPELLED: Final[dict[tuple[str | None, bool], dict[str, Spelled]]] = {}
+#: `spell` by text, one dict per (home, key class) (`spelled_cache`, filled by `remember`).
+_SPELLED: Final[dict[tuple[str | None, int], dict[str, Spelled]]] = {}
 #: What `remember` keeps for a text that is its only spelling, with no host and no path (most texts):
 #: nothing of its own. With a tuple kept per such text, bench/policy_eval.py's stream made the garbage
 #: collector run 175 times per 100,000 calls rather than 36 (some 6% of prepare + evaluate, not 2%).
-PLAIN: Final = tuple.__new__(Spelled, ((), "", (), ()))
+PLAIN: Final = tuple.__new__(Spelled, ((), "", (), (), ()))
 #: Texts kept per dict (it is emptied when full) and the longest text kept: at most 16 MiB of texts a dict.
 CACHE_SIZE: Final = 16384
 CACHED_TEXT: Final = 1024
 
 
-def spelled_cache(home: str | None, host_key: bool) -> dict[str, Spelled]:
-    """The cache of `spell(text, home, host_key)` by text."""
-    cache = _SPELLED.get((home, host_key))
+def spelled_cache(home: str | None, kind: int) -> dict[str, Spelled]:
+    """The cache of `spell(text, home, kind)` by text."""
+    cache = _SPELLED.get((home, kind))
     if cache is None:
         if len(_SPELLED) >= 16:
             _SPELLED.clear()
-        cache = _SPELLED[(home, host_key)] = {}
+        cache = _SPELLED[(home, kind)] = {}
     return cache
 
 
@@ -102,7 +115,8 @@ def remember(cache: dict[str, Spelled], text: str, spelled: Spelled) -> None:
         return
     if len(cache) >= CACHE_SIZE:
         cache.clear()
-    plain = spelled.variants == (text,) and spelled.canonical == text and not spelled.hosts and not spelled.paths
+    plain = spelled.variants == (text,) and spelled.canonical == text and not spelled.hosts and not spelled.paths \
+        and not spelled.facts
     cache[text] = PLAIN if plain else spelled
 
 __all__ = ["CACHED_TEXT", "CACHE_SIZE", "PLAIN", "Spelled", "remember", "spell", "spelled_cache"]
