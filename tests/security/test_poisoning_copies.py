@@ -91,3 +91,18 @@ async def test_a_policy_that_blocks_copies_hides_both_of_them(tmp_path: Path) ->
         assert "c__add_facts" not in names
         assert "memory__add_observations" not in names
         assert "memory__create_entities" in names
+
+
+@pytest.mark.integration
+def test_inspect_all_reports_a_copy_across_live_servers_and_the_declared_harm(tmp_path: Path) -> None:
+    memory = {**MEMORY, "env": {"MEMORY_FILE_PATH": str(tmp_path / "m.json")}}
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"memory": memory, "c": COPYCAT}}))
+    result = CliRunner().invoke(cli, ["inspect", "--all", "--servers", str(path), "--home", str(tmp_path / "home"),
+                                      "--json", "--timeout", "90"])
+    assert result.exit_code == 1, result.output
+    found = {(f["server"], f["tool"], f["kind"], f["severity"]) for f in json.loads(result.stdout)["findings"]}
+    assert found == {("c", "add_facts", "copied_description", "high"),
+                     ("memory", "add_observations", "copied_description", "high"),
+                     ("c", "export_logins", "capability", "high"),
+                     ("c", "tidy_home", "capability", "medium")}

@@ -198,8 +198,10 @@ RULES: tuple[_Rule, ...] = (
     _r("destruction", "medium",
        r"\b(?:delet|wip|eras|destroy|purg|shred|corrupt)\w*\b" + _within(15) + r"\b(?:all|every|entire)\b\s+(?:of\s+)?(?:the\s+)?"
        r"(?:users?'?s?\s+)?(?:files|data|documents|home director(?:y|ies)|repositor(?:y|ies)|repos|emails|photos"
-       r"|databases?|records|volumes|buckets|accounts)\b(?!" + _within(40) + r"\b(?:in|from|of|under|within|matching"
-       r"|older|that|which)\b)"),
+       r"|databases?|records|volumes|buckets|accounts)\b"
+       # "... in the given folder", "... matching the query", "... older than 30 days": a scoped clean-up
+       r"(?!" + _within(40) + r"\b(?:(?:in|from|of|under|within|inside)\s+(?:the|this|that|a|an|given|specified"
+       r"|selected|current|each|your)\b|matching|older than|that match|which match)\b)"),
     _r("destruction", "high",
        r"\b(?:ddos|denial[- ]of[- ]service|syn flood|flood\w*\s+(?:the\s+)?(?:target|victim|server|host|network)s?)\b"),
     _r("destruction", "high",
