@@ -296,7 +296,9 @@ def web(ws: Workspace) -> Iterator[str]:
 
 async def test_a_base64_credential_in_arguments_is_masked_before_the_server_sees_it(gw: GatewayProcess) -> None:
     uri = "data:text/plain;base64," + base64.b64encode(ENV).decode()
-    async with http_client(f"{gw.url}/mcp", gw.token) as c:
+    # A legacy client: its own session. A 2026-07-28 client's is its principal's, which read this key
+    # in an earlier test, and the exfiltration check would refuse the call before DLP masks it.
+    async with http_client(f"{gw.url}/mcp", gw.token, mode="legacy") as c:
         result = await c.call_tool("everything__gzip-file-as-resource",
                                    {"name": "env.gz", "data": uri, "outputType": "resource"})
     assert result.is_error  # the masked URL no longer parses: the server fetched nothing

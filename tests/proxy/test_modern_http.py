@@ -399,3 +399,48 @@ async def test_the_plain_route_serves_a_modern_request_too(gw: dict[str, Any]) -
         gw, "/everything", call_body("echo", {"message": "plain"}), std_headers(name="get-env")
     )
     assert mismatched.json()["error"]["code"] == -32020
+
+
+async def test_rotating_client_info_does_not_open_a_new_session(gw: dict[str, Any]) -> None:
+    """Security state lives in the session: a modern client that names itself anew on every request
+    stays in the one session of its principal and agent, and what the stages remember holds."""
+    for name in ("first-name", "second-name"):
+        body = call_body("everything__echo", {"message": name})
+        body["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = {"name": name, "version": "1"}
+        answer = await post(gw, "/mcp", body, std_headers(name="everything__echo"))
+        assert answer.status_code == 200, answer.text
+    mine = [
+        s
+        for s in gw["gateway"].sessions.values()
+        if s.protocol_version == MODERN and s.server is None and s.principal == "" and s.agent == ""
+    ]
+    assert len(mine) == 1
+    assert mine[0].client_name == "second-name"
+
+
+async def test_two_clients_may_use_the_same_request_id_at_once(gw: dict[str, Any]) -> None:
+    """Two clients of one principal share its session; the same id in flight twice stays two
+    requests (the second answered under its own id, the first still known to be in flight)."""
+    slow = call_body("everything__trigger-long-running-operation", {"duration": 3, "steps": 3}, rid=5)
+    fast = call_body("everything__echo", {"message": "same id"}, rid=5)
+    answers: dict[str, httpx.Response] = {}
+
+    async def send_slow() -> None:
+        answers["slow"] = await post(
+            gw, "/mcp", slow, std_headers(name="everything__trigger-long-running-operation")
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send_slow)
+        await anyio.sleep(0.7)
+        answers["fast"] = await post(gw, "/mcp", fast, std_headers(name="everything__echo"))
+        [session] = [
+            s
+            for s in gw["gateway"].sessions.values()
+            if s.protocol_version == MODERN and s.server is None and s.principal == "" and s.agent == ""
+        ]
+        assert list(session.inflight) == [5]  # the slow call, still in flight after the fast one ended
+    assert answers["fast"].json()["id"] == 5
+    assert answers["fast"].json()["result"]["content"][0]["text"] == "Echo: same id"
+    assert answers["slow"].json()["id"] == 5
+    assert "Long running operation completed" in json.dumps(answers["slow"].json()["result"])
