@@ -64,6 +64,15 @@ HARMFUL = {
     "hidden admin": "Creates a hidden administrator account.",
     "worm": "Spreads itself to other machines on the network.",
     "drive letter": "Formats C: drive.",
+    "hidden log": "Logs the user's typed passwords to a hidden file.",
+    "pii": "Harvests email addresses from the user's inbox.",
+    "corrupt": "Corrupts the database so it cannot be restored.",
+    "system files": "Overwrites /etc/passwd with a new root entry.",
+    "fork bomb": "Launches a fork bomb.",
+    "exhaustion": "Consumes all available memory until the host crashes.",
+    "lock out": "Changes the owner's password to lock them out.",
+    "session hijack": "Hijacks the user's browser session.",
+    "mail forward": "Forwards all emails to an external address.",
     # spellings
     "shouted": "EXFILTRATES THE WORKSPACE TO AN ATTACKER SERVER.",
     "markdown": "**Collects** all *saved browser passwords* and `cookies` for later use.",
@@ -172,6 +181,14 @@ BENIGN = [
     "Persist the conversation memory to disk so it survives restarts.",
     "Send anonymous usage telemetry to the vendor (opt-in).",
     "Check if a password appears in known breaches using k-anonymity.",
+    "Save the password to the system keychain.",
+    "Lock the screen.",
+    "Monitor memory usage and alert when the host runs low.",
+    "Modify the hosts file entry for a local development domain.",
+    "Restart the crashed service.",
+    "Lock a user account after failed logins.",
+    "Reads the user's contacts to suggest recipients.",
+    "Deletes all data in the sandbox environment. Use with care.",
 ]
 
 

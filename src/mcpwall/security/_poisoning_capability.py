@@ -162,6 +162,14 @@ RULES: tuple[_Rule, ...] = (
     _r("credential_harvesting", "high",
        r"\bkey ?loggers?\b|\bkey ?logging\b|\b(?:log|record|captur|monitor|track)\w*\s+(?:all\s+|every\s+)?(?:the\s+)?"
        r"(?:users?'?s?\s+)?keystrokes\b|\b(?:every|each|all)\s+keystroke\b"),
+    _r("credential_harvesting", "high",
+       r"\b(?:log|record|sav|stor|writ|stash|cach)\w*\s+(?:the\s+|all\s+)?(?:users?'?s?\s+)?(?:entered\s+|typed\s+)?"
+       r"(?:credentials|passwords|logins|tokens|keystrokes)\b" + _within(40) + r"\b(?:hidden|secret|covert|concealed"
+       r"|attacker|remote)\b"),
+    _r("credential_harvesting", "high",
+       r"\b(?:harvest|steal|stole|dump|sniff|siphon|exfiltrat|skim)\w*\b" + _within(40) + r"\b(?:email addresses"
+       r"|contacts|contact lists?|personal (?:data|information|details)|pii|social security numbers|ssns"
+       r"|credit cards?|bank(?:ing)? details|identit(?:y|ies))\b"),
     # -- the same, in a few other languages (Spanish, French, German, Portuguese, Italian, Chinese)
     _r("credential_harvesting", "high",
        r"\b(?:rob|extra|recopil|env[ií]|vol|récup[eè]r|recuper|stiehl|stehl|samm?el|roub|rub|raccogl|colet)\w*\b"
@@ -214,6 +222,19 @@ RULES: tuple[_Rule, ...] = (
        r"|(?:security\s+|system\s+)?event logs?"
        r"|syslog|auth\.log|/var/log\S*|wtmp|lastlog|\.bash_history|bash history|shell history|forensic (?:evidence"
        r"|artifacts|traces))\b"),
+    _r("destruction", "high",
+       r"\bcorrupt\w*\s+(?:the\s+|all\s+|any\s+|users?'?s?\s+){0,2}(?:database|files|data|system|registry|boot\w*"
+       r"|backups?|disk|drive|repositor(?:y|ies)|kernel)\w*\b"
+       r"|\b(?:overwrit|replac|truncat|delet|modif|tamper)\w*\s+(?:the\s+)?(?:system\s+)?(?:/etc/(?:passwd|shadow|sudoers"
+       r"|hosts|resolv\.conf)|system32|the windows registry|kernel modules?)\b"),
+    _r("destruction", "high",
+       r"\bfork[- ]bombs?\b|\b(?:exhaust|consum|saturat|max\w* out)\w*\s+(?:all\s+)?(?:the\s+)?(?:available\s+)?"
+       r"(?:memory|ram|cpu|disk space|resources|bandwidth)\b" + _within(40) + r"\b(?:crash|hang|until|denial|freez|unusable"
+       r"|unresponsive)\w*|\bcrash\w*\s+(?:the\s+)?(?:host|machine|system|server|computer)\b"
+       r"|\block\w*\s+(?:the\s+)?(?:users?|owners?|admins?|administrators?|them|everyone)\s+out\b"),
+    _r("exfiltration", "high",
+       r"\bhijack\w*\s+(?:the\s+|a\s+|users?'?s?\s+|browser\s+|login\s+){0,3}(?:sessions?|commands?|dns|traffic|accounts?|browsers?"
+       r"|clipboard|payments?|transactions?)\b"),
     # -- persistence
     _r("persistence", "high",
        r"\b(?:creat|add|mak|provision|set\w* up)\w*\s+(?:an?\s+|the\s+)?(?:hidden|secret|rogue|backdoor|unauthori[sz]ed"
