@@ -10,7 +10,7 @@ import click
 import orjson
 
 from mcpwall.cli._common import home_option, json_option, load_checked_engine, policy_path_for, print_json
-from mcpwall.policy import Call, Context, Decision, RuleTrace, evaluate, prepare
+from mcpwall.policy import Call, Context, Decision, RuleTrace, evaluate, findings, prepare
 
 _STYLE = {"allow": "green", "deny": "bold red", "warn": "yellow", "redact": "magenta",
           "ask": "cyan", "rewrite": "blue"}
@@ -84,11 +84,13 @@ def simulate(tool: str, server: str, args_json: str | None, description: str, cl
     engine = load_checked_engine(policy_path_for(home, policy_file))
     call = Call(method=method, name=tool, arguments=arguments, server=server, description=description,
                 client=client, agent=agent)
-    decision = evaluate(engine.compiled, prepare(call), Context(now=parse_now(now_text), requests_last_minute=rate),
+    facts = prepare(call)
+    decision = evaluate(engine.compiled, facts, Context(now=parse_now(now_text), requests_last_minute=rate),
                         trace=True)
     decision = _self_protection(home, policy_file, engine.compiled, call, decision)
+    found = findings(engine.compiled, facts, decision)
     if as_json:
-        print_json({"tool": tool, "server": server, **decision.as_dict(with_trace=verbose)})
+        print_json({"tool": tool, "server": server, **decision.as_dict(with_trace=verbose), "findings": found})
         return
     from rich.console import Console  # only for the human-readable answer (start-up, issue 29)
     from rich.table import Table
@@ -104,6 +106,9 @@ def simulate(tool: str, server: str, args_json: str | None, description: str, cl
         console.print(f"  rule ids: {', '.join(decision.rule_ids)}", markup=False, highlight=False)
     if decision.redacted_keys:
         console.print(f"  redacted: {', '.join(decision.redacted_keys)}", markup=False, highlight=False)
+    for f in found:
+        console.print(f"  finding [{f['severity']}] {f['rule_id']}: {f['target']} {f['evidence']!r} "
+                      f"(argument {f['argument'] or '-'})", markup=False, highlight=False)
     console.print(f"  timeout: {decision.timeout_ms} ms   policy revision: {decision.revision}")
     if verbose and decision.trace is not None:
         table = Table(title="Rule trace", show_lines=False)

@@ -23,6 +23,7 @@ from mcpwall.policy._decision import PRECEDENCE, Action, Decision, RuleTrace
 from mcpwall.policy._defaults import TEMPLATES, load_template, template_text
 from mcpwall.policy._evaluate import evaluate, evaluate_response, redact_text, visible
 from mcpwall.policy._facts import Call, Context, Facts, local_now, prepare
+from mcpwall.policy._findings import findings
 from mcpwall.policy._loader import ResolvedPolicy, load_policy, parse_policy_text, resolve_document
 from mcpwall.policy._model import PolicyFile, Rule, ServerSpec
 from mcpwall.policy._normalize import canonical_host, forms
@@ -75,6 +76,7 @@ __all__ = [
     "compile_policy",
     "evaluate",
     "evaluate_response",
+    "findings",
     "forms",
     "load_engine",
     "load_policy",

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcpwall.pipeline import Holder, Reject, RequestContext, Stage
-from mcpwall.policy import Call, Context, Decision, evaluate, local_now, prepare, redact_arguments
+from mcpwall.policy import Call, Context, Decision, evaluate, findings, local_now, prepare, redact_arguments
 from mcpwall.protocol import ErrorCode
 from mcpwall.security.hooks import run_hooks
 from mcpwall.stages._components import Components
@@ -97,9 +97,15 @@ class PolicyStage(Stage):
         ctx.decision = decision
         ctx.timeout_ms = decision.timeout_ms
         self.counts[decision.action] = self.counts.get(decision.action, 0) + 1
+        found = findings(policy, facts, decision) if decision.action != "allow" or decision.warned else []
+        if found:
+            # what a rule on the call's facts matched, and in which argument (ledger notes, error data)
+            ctx.notes["findings"] = found
         if decision.action == "deny":
-            return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + "; ".join(decision.reasons),
-                          _error_data(decision))
+            data = _error_data(decision)
+            if found:
+                data["findings"] = found
+            return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + "; ".join(decision.reasons), data)
         if decision.action == "ask":
             verdict = await self._ask(ctx, decision)
             if verdict is not None:
