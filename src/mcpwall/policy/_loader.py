@@ -90,8 +90,40 @@ DEFAULT_TIMEOUT_MS = 30_000
 
 # --------------------------------------------------------------------------- YAML
 
+#: libyaml's parser, where PyYAML was built with it: the shipped default policy (460 lines) parses in
+#: 4 ms instead of 35, a tenth of a `simulate` (issue 29). The same constructor and resolver turn its
+#: nodes into data; a text it refuses is parsed again by the pure-Python parser, whose messages a
+#: PolicyError quotes, so an error reads as it always did.
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+
+
+def _fast_parse(text: str) -> tuple[Any, yaml.Node | None] | None:
+    """(data, node) from libyaml, or None when it is missing or refuses the text."""
+    if _FAST_LOADER is None:
+        return None
+    try:
+        loader = _FAST_LOADER(text)
+    except ValueError:  # text libyaml cannot take (a lone surrogate)
+        return None
+    try:
+        node = loader.get_single_node()
+        return (loader.construct_document(node) if node is not None else None), node
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+
+
 def _parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, int]]:
     """Parse YAML, returning the data and a map from key path to 1-based line."""
+    fast = _fast_parse(text)
+    if fast is not None:
+        data, node = fast
+        if node is None:
+            return None, {}
+        lines: dict[Path_, int] = {}
+        _walk(node, (), lines, file)
+        return data, lines
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -106,7 +138,7 @@ def _parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, int]]:
         raise PolicyError(f"invalid YAML: {exc}", file=file) from exc
     finally:
         loader.dispose()
-    lines: dict[Path_, int] = {}
+    lines = {}
     _walk(node, (), lines, file)
     return data, lines
 
