@@ -217,3 +217,18 @@ def test_the_header_codec_is_the_sdks(value: str) -> None:
     assert modern.encode_header_value(value) == inbound.encode_header_value(value)
     assert modern.decode_header_value(value) == inbound.decode_header_value(value)
     assert modern.decode_header_value(modern.encode_header_value(value)) == value
+
+
+@pytest.mark.integration
+async def test_a_modern_request_gets_log_lines_only_at_the_level_it_asked_for(tmp_path: Path) -> None:
+    """2026-07-28: no notifications/message for a request whose `_meta` names no logLevel."""
+    async with running(tmp_path, servers={"c": script_server("chatty", SECRET)}) as gw:
+        fresh = MemoryClient(gw.gateway)
+        for level in (None, "error", "info"):
+            extra = {"io.modelcontextprotocol/logLevel": level} if level else {}
+            params = {"name": "c__emit", "arguments": {"kind": "message"}, "_meta": envelope(**extra)}
+            assert "result" in await fresh.request("tools/call", params)
+        line = await fresh.next_message(lambda m: m.get("method") == "notifications/message")
+        assert line["params"]["level"] == "info"  # chatty logs at info: only the last call asked for that
+        assert [m for m in fresh.received if m.get("method") == "notifications/message"] == [line]
+        fresh.close()

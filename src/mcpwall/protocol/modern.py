@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 from mcpwall import __version__
@@ -56,8 +57,9 @@ LATEST_MODERN = MODERN_VERSIONS[0]
 ALL_VERSIONS: tuple[str, ...] = (*MODERN_VERSIONS, *reversed(HANDSHAKE_PROTOCOL_VERSIONS))
 #: Methods 2026-07-28 removed: a modern request naming one is answered as an unknown method.
 REMOVED = frozenset({"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
-#: `io.modelcontextprotocol/logLevel` values (the LoggingLevel of the schema).
-LOG_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+#: `io.modelcontextprotocol/logLevel` values (the LoggingLevel of the schema), least severe first.
+LOG_ORDER = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LOG_LEVELS = frozenset(LOG_ORDER)
 #: The envelope keys a legacy upstream must not see: the SDK's handshake-era servers refuse a
 #: request carrying the version key, and the rest describe the gateway's client, not the gateway.
 ENVELOPE_KEYS = (
@@ -98,6 +100,7 @@ __all__ = [
     "finish",
     "is_modern",
     "legacy_params",
+    "log_filter",
     "standard_headers",
     "unsupported",
     "upstream_error",
@@ -335,3 +338,22 @@ def decode_header_value(value: str | None) -> str | None:
         return decoded.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def log_filter(
+    emit: Callable[[Message], Awaitable[None]], level: str | None
+) -> Callable[[Message], Awaitable[None]]:
+    """`emit` without the `notifications/message` a modern request did not ask for: none when its
+    `_meta` names no `logLevel` (2026-07-28: a server MUST NOT send them then), else those at that
+    level or more severe. Everything else (progress) passes."""
+    floor = LOG_ORDER.index(level) if level in LOG_LEVELS else len(LOG_ORDER)
+
+    async def filtered(msg: Message) -> None:
+        if msg.get("method") == "notifications/message":
+            params = msg.get("params")
+            said = params.get("level") if isinstance(params, dict) else None
+            if said not in LOG_LEVELS or LOG_ORDER.index(said) < floor:
+                return
+        await emit(msg)
+
+    return filtered

@@ -22,13 +22,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from mcpwall.pipeline import Session
+from mcpwall.pipeline import Emit, Session
 from mcpwall.protocol import SUPPORTED_VERSIONS, ErrorCode, Message, ProtocolError, RequestId
 from mcpwall.protocol.modern import (
     PROTOCOL_VERSION_META_KEY,
     REMOVED,
     envelope,
     legacy_params,
+    log_filter,
     upstream_error,
 )
 from mcpwall.protocol.naming import resource_owner, split
@@ -40,6 +41,13 @@ from mcpwall.stages import RequestContext
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
+
+def _pushing(session: Session) -> Emit:
+    async def push(msg: Message) -> None:
+        await session.push(msg)
+
+    return push
+
 
 #: Methods routed to the upstream that owns the named tool, prompt or resource.
 ROUTED = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe",
@@ -108,6 +116,8 @@ class Router:
             raise ProtocolError(ErrorCode.METHOD_NOT_FOUND,
                                 f"Method not found: {ctx.method} (removed in {env.version})", ctx.id)
         session = ctx.session
+        # Log lines reach a modern request only at the level its `_meta` asked for, else none.
+        ctx.emit = log_filter(ctx.emit or _pushing(session), env.log_level)
         if session.protocol_version not in SUPPORTED_VERSIONS:
             session.protocol_version = env.version
             if env.client_name:
