@@ -61,7 +61,7 @@ def scan_text(text: str, *, tool: str = "", server: str = "", where: str = "cont
     found = rules.hits(visible, response=True)
     score = rules.score(found)
     redacted = 0
-    if score >= 2:
+    if score >= 2 and rules.aimed(found):
         severity = "high" if any(h.weight >= 2 for h in found) or score >= 3 else "medium"
         findings.append(Finding(tool, "result_injection", severity, rules.evidence(visible, found), where, server))
         if redact:

@@ -41,6 +41,8 @@ _WARNING_AFTER = re.compile(r"\s*(?:this\s+(?:tool|operation|action|command|func
                             r"|will|is\s+(?:destructive|irreversible|permanent|dangerous)|cannot be undone|use with"
                             r"|irreversibl|permanent|destructive|requires?|only|not\b|never\b|do not|don't|be careful"
                             r"|deletes?|overwrites?|removes?|modifies|changes)", re.IGNORECASE)
+#: "Never share your password", "do not send your token": a warning to the reader, not a request.
+_NEGATED = re.compile(r"\b(?:never|not|don'?t|no one|nobody|won'?t|shouldn'?t|avoid)\b[^.\n]{0,25}$", re.IGNORECASE)
 #: An error's opening, then anything on its line up to what it tells the agent to do.
 _ERROR_LEAD = (r"(?:^|[\s\"'{\[(])(?:error|err|exception|failed|failure|unauthori[sz]ed|forbidden|access denied)\b"
                r"[\"']?\s*[:=-]?[^\n]{0,160}?\b")
@@ -62,6 +64,8 @@ class Rule:
     pattern: Any
     #: a match followed by this (Python re, on the next few characters) does not count
     reject_after: re.Pattern[str] | None = None
+    #: a match preceded by this (Python re, searched in the 40 characters before it) does not count
+    reject_before: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +79,11 @@ class Hit:
 
 
 def _r(name: str, group: str, weight: int, pattern: str, response_weight: int | None = None,
-       flags: int = _I | re.MULTILINE, reject_after: re.Pattern[str] | None = None) -> Rule:
+       flags: int = _I | re.MULTILINE, reject_after: re.Pattern[str] | None = None,
+       reject_before: re.Pattern[str] | None = None) -> Rule:
     inline = ("(?i)" if flags & re.IGNORECASE else "") + ("(?m)" if flags & re.MULTILINE else "")
     return Rule(name, group, weight, weight if response_weight is None else response_weight,
-                re2.compile(inline + pattern, _RE2_OPTIONS), reject_after)
+                re2.compile(inline + pattern, _RE2_OPTIONS), reject_after, reject_before)
 
 
 RULES: tuple[Rule, ...] = (
@@ -305,7 +310,7 @@ RULES: tuple[Rule, ...] = (
     _r("ask-secret", "ask_secret", 1,
        r"\b(?:paste|enter|provide|send|submit|include|share|type|supply|give|reply with)\s+(?:us\s+|me\s+)?(?:your|the"
        r"|an?|its)\s+(?:\w+\s+)?(?:token|api key|key|password|passphrase|credentials|secret|session|cookie|otp"
-       r"|2fa code|verification code|seed phrase|private key|recovery phrase)s?\b"),
+       r"|2fa code|verification code|seed phrase|private key|recovery phrase)s?\b", reject_before=_NEGATED),
     # -- speaking to the model by name: "Note to the AI:", "ATTENTION AGENT" (1)
     _r("address-model", "address", 1,
        r"\b(?:note|message|guidance|instructions?|directive|reminder)s?\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant"
@@ -363,6 +368,17 @@ def promo_hits(text: str) -> list[Hit]:
     return found
 
 
+#: Groups that set a tone (an announcement, a "you must", a script for the reply) without aiming at anything
+#: the agent can do. A result, which is written for a reader anyway (a web page, an e-mail, release notes),
+#: is flagged only when something else in it aims at the agent.
+TONE_GROUPS = frozenset({"authority", "directive", "script", "halt", "role"})
+
+
+def aimed(found: list[Hit]) -> bool:
+    """Whether `found` holds more than tone: a group that aims at something the agent can do."""
+    return any(h.weight > 0 and h.group not in TONE_GROUPS for h in found)
+
+
 #: Groups that mean "another tool is being talked about".
 CROSS_TOOL_GROUPS = frozenset({"tool_claim", "tool_call", "tool_order"})
 
@@ -381,8 +397,11 @@ _PROMO_SET = _rule_set(PROMO_RULES)
 
 def _first(rule: Rule, text: str) -> Any:
     for m in rule.pattern.finditer(text):
-        if rule.reject_after is None or not rule.reject_after.match(text, m.end(), m.end() + 60):
-            return m
+        if rule.reject_after is not None and rule.reject_after.match(text, m.end(), m.end() + 60):
+            continue
+        if rule.reject_before is not None and rule.reject_before.search(text, max(0, m.start() - 40), m.start()):
+            continue
+        return m
     return None
 
 
@@ -429,4 +448,5 @@ def evidence(text: str, found: list[Hit], width: int = 60, limit: int = 3) -> st
     return "; ".join(parts)
 
 
-__all__ = ["CROSS_TOOL_GROUPS", "PROMO_RULES", "RULES", "Hit", "Rule", "evidence", "hits", "promo_hits", "score"]
+__all__ = ["CROSS_TOOL_GROUPS", "PROMO_RULES", "RULES", "TONE_GROUPS", "Hit", "Rule", "aimed", "evidence", "hits",
+           "promo_hits", "score"]
