@@ -391,8 +391,45 @@ _MAIL_KEYS = re.compile(
     r"(?i)^(to|cc|bcc|recipient|recipients|email|address|emails|to_address|toaddress|"
     r"recipient_email|to_email)$"
 )
-#: Query parameters that carry personal data or credentials (`?name=George`, `?email=`, `?ssn=`).
-_PII_PARAMS = frozenset(
+#: Query parameters that carry credentials or loot wherever they go (`?password=`, `?token=`, `?env=`).
+_SECRET_PARAMS: Final = frozenset(
+    {
+        "pass",
+        "passwd",
+        "password",
+        "pwd",
+        "token",
+        "secret",
+        "apikey",
+        "api_key",
+        "access_token",
+        "ssn",
+        "cvv",
+        "cvc",
+        "creds",
+        "credentials",
+        "cookie",
+        "cookies",
+        "session",
+        "sid",
+        "history",
+        "env",
+        "environ",
+        "dump",
+        "loot",
+        "exfil",
+        "leak",
+        "steal",
+        "stolen",
+        "privatekey",
+        "private_key",
+        "seed",
+        "mnemonic",
+    }
+)
+#: Query parameters that carry personal data: sent to a host's root (`crr3.com?name=George`), not to an API path
+#: (`/maps/api/geocode/json?address=...`), they are data leaving rather than a question asked.
+_PII_PARAMS: Final = frozenset(
     {
         "name",
         "fullname",
@@ -411,57 +448,34 @@ _PII_PARAMS = frozenset(
         "addr",
         "street",
         "zip",
-        "ssn",
         "dob",
         "birthday",
         "birthdate",
         "card",
         "cc",
         "ccn",
-        "cvv",
-        "cvc",
         "iban",
         "account",
         "acct",
         "user",
         "username",
         "login",
-        "pass",
-        "passwd",
-        "password",
-        "pwd",
-        "token",
-        "secret",
         "key",
-        "apikey",
-        "api_key",
-        "cookie",
-        "cookies",
-        "session",
-        "sid",
-        "history",
-        "env",
-        "environ",
         "content",
         "contents",
         "file",
         "files",
-        "dump",
-        "loot",
-        "creds",
-        "credentials",
         "data",
         "payload",
-        "exfil",
-        "leak",
-        "steal",
-        "stolen",
         "info",
         "pii",
         "location",
         "lat",
         "lon",
         "gps",
+        "msg",
+        "message",
+        "text",
     }
 )
 _PATHISH = re.compile(
@@ -559,10 +573,17 @@ def _url_facts(url: str, kind: str, out: list[Fact], carried: str = "") -> None:
         low = name.lower().strip()
         if _SUBSTITUTION.search(value) or _SUBSTITUTION.search(name):
             out.append((SINKS, f"query+exec {url}"))
-        elif low in _PII_PARAMS and value:
+        elif value and (low in _SECRET_PARAMS or (low in _PII_PARAMS and _root(url))):
             out.append((SINKS, f"query+pii {url}"))
         elif len(value) >= 24 and re.fullmatch(r"[A-Za-z0-9+/=_-]+", value) and len(set(value)) >= 12:
             out.append((SINKS, f"query+encoded {url}"))
+
+
+def _root(url: str) -> bool:
+    """Whether a URL's query is sent to its host's root (no path, or `/`)."""
+    rest = url.split("://", 1)[1] if "://" in url else url
+    path = re.split(r"[?#]", rest, maxsplit=1)[0].partition("/")[2]
+    return path in ("", "index.html", "index.php")
 
 
 def _carried(value: str) -> str:
