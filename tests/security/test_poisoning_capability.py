@@ -73,6 +73,8 @@ HARMFUL = {
     "lock out": "Changes the owner's password to lock them out.",
     "session hijack": "Hijacks the user's browser session.",
     "mail forward": "Forwards all emails to an external address.",
+    "sensitive data out": "A tool to send sensitive user data to a remote server.",
+    "personal data out": "Transmits the user’s personal information to a third-party server.",
     # spellings
     "shouted": "EXFILTRATES THE WORKSPACE TO AN ATTACKER SERVER.",
     "markdown": "**Collects** all *saved browser passwords* and `cookies` for later use.",
@@ -189,6 +191,8 @@ BENIGN = [
     "Lock a user account after failed logins.",
     "Reads the user's contacts to suggest recipients.",
     "Deletes all data in the sandbox environment. Use with care.",
+    "Upload user files to a remote server over SFTP.",
+    "Sync the workspace to a remote server.",
 ]
 
 

@@ -108,7 +108,9 @@ _OUTSIDE = (r"(?:https?://|ftp://|(?:an?\s+|the\s+|our\s+|a\s+remote\s+)?(?:remo
 _PRIVATE = (r"(?:~/\.ssh|~/\.aws|\.env\b|\b(?:env(?:ironment)?\s+var(?:iable)?s|environment|credentials?|passwords?|api[ _-]?keys?|tokens?"
             r"|private[ _-]keys?|ssh[ _-]keys?|id_rsa|secrets?|cookies|keychain|wallet|seed phrases?"
             r"|browser (?:history|data|profiles?)|chat (?:history|logs)|conversation history|clipboard|keystrokes"
-            r"|contacts|emails|source code|customer (?:data|records|database)|(?:entire|whole|full) database))")
+            r"|contacts|emails|source code|customer (?:data|records|database)|(?:entire|whole|full) database"
+            r"|(?:user['’]s|users['’]|personal|sensitive|private|confidential|proprietary|victims?'?s?)\s+(?:\w+\s+)?(?:data"
+            r"|files|documents|information|info|records|details)))")
 #: Files that hold other people's secrets (a `.pub` key is public, a `.env` is read by config tools).
 _SECRET_FILES = (r"(?:~/\.ssh/id_\w+(?!\.pub)\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|~/\.aws/credentials"
                  r"|\.git-credentials|~/\.netrc|/etc/shadow|wallet\.dat|login data|key[34]\.db|logins\.json"
