@@ -106,6 +106,8 @@ class SessionChain:
     history: list[Step] = field(default_factory=list)
     private: list[Step] = field(default_factory=list)
     untrusted: list[Step] = field(default_factory=list)
+    #: Destinations (hosts, e-mail addresses) the session's calls named in their arguments (at most 256).
+    named: set[str] = field(default_factory=set)
 
     def current(self, now: float, decay: float) -> str:
         if self.state not in ("idle", FINAL) and now - self.entered >= decay:
@@ -180,6 +182,26 @@ class ChainTracker:
         steps = chain.private if kind == "private" else chain.untrusted
         steps.append(Step(kind, tool, detail, self.clock()))
         del steps[:-10]
+
+    def private_sources(self, sid: str) -> Sequence[Step]:
+        """The private-data sources of a session still in force."""
+        chain = self._sessions.get(sid)
+        if chain is None or not chain.private:
+            return ()
+        horizon = self.clock() - self.source_ttl_s
+        chain.private[:] = [s for s in chain.private if s.at >= horizon]
+        return chain.private
+
+    def unnamed(self, sid: str, destinations: Sequence[str]) -> list[str]:
+        """The destinations no earlier call of the session named."""
+        chain = self._sessions.get(sid)
+        return list(destinations) if chain is None else [d for d in destinations if d not in chain.named]
+
+    def name(self, sid: str, destinations: Sequence[str]) -> None:
+        """Remember the destinations a call that ran named (at most 256 a session)."""
+        chain = self.session(sid)
+        if len(chain.named) < 256:
+            chain.named.update(destinations)
 
     def toxic(self, sid: str) -> tuple[Sequence[Step], Sequence[Step]] | None:
         """(private, untrusted) sources still in force, when the session has both; else None."""

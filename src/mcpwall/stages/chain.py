@@ -20,6 +20,8 @@ policy.yaml::
         untrustedServers: []     # every result from these is untrusted content
         trustedServers: []       # results from these are never untrusted
         privateServers: []       # every successful read from these is private data
+        privateToSink: ask       # deny | ask | warn | off: data sent to a destination the session never
+                                 # named, after a private read (issue 25)
         decaySeconds: 300
         sourceTtlSeconds: 3600
 
@@ -29,6 +31,7 @@ policy.yaml::
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -79,6 +82,7 @@ class ChainConfig(StageConfig):
     untrustedServers: list[str] = Field(default_factory=list)
     trustedServers: list[str] = Field(default_factory=list)
     privateServers: list[str] = Field(default_factory=list)
+    privateToSink: Literal["deny", "ask", "warn", "off"] = "ask"
     decaySeconds: float = 300.0
     sourceTtlSeconds: float = 3600.0
 
@@ -151,32 +155,45 @@ class ChainStage(Stage):
                 "reasons": [reason], "rule_ids": ["mcpwall.attack-chain"], "state": state}))
             if verdict is not None:
                 return verdict
-        if not self.config.toxicFlow:
-            return None
         sink = facts.outbound(self.workspace)
         if sink is None:
             return None
-        flow = self.tracker.toxic(sid)
-        if flow is None:
+        flow = self.tracker.toxic(sid) if self.config.toxicFlow else None
+        if flow is not None:
+            self.toxic_flows += 1
+            reason = "[mcpwall.toxic-flow] " + describe_flow(flow[0], flow[1], sink, label)
+            note["toxic_flow"] = reason
+            log.warning("%s (session %s)", reason, sid[:8])
+            return await self._act(ctx, reason)
+        private = self.tracker.private_sources(sid) if self.config.privateToSink != "off" else ()
+        if not private or not _carries_data(facts, args):
             return None
-        self.toxic_flows += 1
-        reason = "[mcpwall.toxic-flow] " + describe_flow(flow[0], flow[1], sink, label)
-        note["toxic_flow"] = reason
+        unnamed = self.tracker.unnamed(sid, _destinations(facts, args))
+        if not unnamed:
+            return None
+        # A sink each call alone would pass: data sent, after a private read, to a destination no earlier call
+        # of the session named (one that a fetched page or a message put there, issue 25).
+        src = "; ".join(step.describe() for step in private[-3:])
+        reason = (f"[mcpwall.private-to-sink] data sent to {', '.join(unnamed[:3])}, which no earlier call of this "
+                  f"session named, after private data was read [{src}]")
+        note["private_to_sink"] = reason
         log.warning("%s (session %s)", reason, sid[:8])
-        return await self._act(ctx, reason)
+        return await self._act(ctx, reason, self.config.privateToSink, "mcpwall.private-to-sink")
 
-    async def _act(self, ctx: RequestContext, reason: str) -> Reject | None:
-        data = {"reasons": [reason], "rule_ids": ["mcpwall.toxic-flow"]}
-        if self.config.action == "warn":
+    async def _act(self, ctx: RequestContext, reason: str, action: str | None = None,
+                   rule_id: str = "mcpwall.toxic-flow") -> Reject | None:
+        action = action or self.config.action
+        data = {"reasons": [reason], "rule_ids": [rule_id]}
+        if action == "warn":
             return None
-        if self.config.action == "ask" and not audit_mode(ctx):
+        if action == "ask" and not audit_mode(ctx):
             approvals = self.approvals
             if approvals is None:
                 return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: this call needs approval and no approval "
                               "channel is running; " + reason, {**data, "approval": "unavailable"},
                               outcome="ask-denied")
             policy = ctx.gateway.policy.current
-            decision = Decision(action="ask", reasons=(reason,), rule_ids=("mcpwall.toxic-flow",), mode=policy.mode,
+            decision = Decision(action="ask", reasons=(reason,), rule_ids=(rule_id,), mode=policy.mode,
                                 enforced_action="ask", revision=policy.revision,
                                 timeout_ms=ctx.timeout_ms or policy.default_timeout_ms)
             verdict: Reject | None = await approvals.hold(ctx, decision)
@@ -196,6 +213,7 @@ class ChainStage(Stage):
         if facts is None or ctx.outcome != "ok" or ctx.server is None:
             return
         sid, label = ctx.session.id, f"{ctx.server}/{ctx.target}"
+        self.tracker.name(sid, _destinations(facts, arguments(ctx)))
         server = ctx.server
         private = facts.private_source
         dlp = ctx.notes.get("dlp")
@@ -240,6 +258,26 @@ class ChainStage(Stage):
     def status(self) -> dict[str, Any]:
         return {"kill_chain_blocks": self.kill_chain_blocks, "toxic_flows": self.toxic_flows,
                 "sources": dict(self.sources), "sessions": self.tracker.states()}
+
+
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,63}")
+
+
+def _destinations(facts: CallFacts, args: Mapping[str, Any]) -> list[str]:
+    """The hosts and e-mail addresses a call names (its URLs' hosts, host arguments, addresses)."""
+    out = [h for h in facts.hosts if h]
+    for _, _, text in strings(args):
+        if "@" in text and len(text) <= 4096:
+            out.extend(m.lower() for m in _EMAIL.findall(text))
+    return list(dict.fromkeys(out))
+
+
+def _carries_data(facts: CallFacts, args: Mapping[str, Any]) -> bool:
+    """Whether an outbound call sends something beyond its destination: a message, a body, a query string."""
+    if facts.sends:
+        return True
+    texts = [t for _, _, t in strings(args)]
+    return any("?" in u and "=" in u.partition("?")[2] for u in facts.urls) or len(texts) > len(facts.urls) + 1
 
 
 def build(config: Mapping[str, Any], settings: Any = None,
