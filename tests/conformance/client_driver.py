@@ -57,7 +57,10 @@ def _arguments(tool: types.Tool) -> dict[str, Any]:
 
 
 async def drive(url: str) -> None:
-    async with http_client(url, elicitation_callback=accept_defaults, sampling_callback=sample) as client:
+    # The scenarios' elicitation and sampling are server-to-client requests, the handshake era's (a
+    # 2026-07-28 client would get them by MRTR, issue 24 item 3): the client speaks that era.
+    async with http_client(url, elicitation_callback=accept_defaults, sampling_callback=sample,
+                           mode="legacy") as client:
         tools = (await client.list_tools()).tools
         for tool in tools:
             result = await client.call_tool(tool.name, _arguments(tool))
