@@ -163,6 +163,8 @@ class ModernSessions:
         self._dups = itertools.count(1)
 
     def session(self, server: str | None, identity: str, headers: dict[str, str], scope: Scope) -> Session:
+        """The session of this endpoint, principal and agent: the one it had, or a new one counted
+        against the principal's cap (an evicted or expired one is replaced, its memory gone)."""
         agent = identity or headers.get("x-agent-id") or ""
         key = (server or "", identity, agent)
         found = self._by_key.get(key)
