@@ -2,14 +2,18 @@
 
 Runs `mcpwall --help`, `simulate` of one call on the built-in policy, `inspect` of one saved
 `tools/list` file and `check` of an empty home, each as a fresh process, N times (20 by
-default), and prints the median and the slowest wall time of each, with the interpreter's own
-start (`python -c pass`) for scale. Goals (issue 29): `--help` under 0.15 s, `simulate` and
-`inspect` of one file under 0.3 s. Prints figures, asserts nothing.
+default), and prints the median, the fastest and the slowest wall time of each and the median
+CPU time (user + system) the process used, with the interpreter's own start (`python -c pass`)
+for scale. On a shared machine the fastest start is the one least slowed by the others. Goals (issue 29): `--help` under 0.15 s, `simulate` and `inspect` of one file under
+0.3 s. Prints figures, asserts nothing.
 
-    python bench/cli_startup.py [--runs 20] [--mcpwall PATH]
+    python bench/cli_startup.py [--runs 20] [--mcpwall PATH] [--tree SRC]...
 
-`--mcpwall` names the entry point to start (default: the one beside this interpreter), so two
-heads can be compared in one run: `PYTHONPATH=/other/tree/src python bench/cli_startup.py`.
+`--mcpwall` names the entry point to start (default: the one beside this interpreter). `--tree
+SRC` starts it on that source tree instead (`PYTHONPATH=SRC`, ahead of the installed one: e.g. a
+`git worktree` of another commit's `src`); given more than once, the trees take turns run by run,
+so that each sees the same machine (load that comes and goes on a shared machine falls on all of
+them alike), and each gets a column.
 """
 
 from __future__ import annotations
@@ -42,30 +46,48 @@ def commands(mcpwall: str, tmp: Path) -> dict[str, list[str]]:
     }
 
 
-def time_runs(argv: list[str], runs: int, home: Path) -> list[float]:
-    env = {"MCPWALL_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    if "PYTHONPATH" in os.environ:
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    out = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False, timeout=60)
-        out.append(time.perf_counter() - started)
-    return out
+def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one start."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, _, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = 0  # reaped above
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--mcpwall", default=str(Path(sys.executable).parent / "mcpwall"))
+    parser.add_argument("--tree", action="append", default=[], help="A source tree to start mcpwall from.")
     args = parser.parse_args()
+    trees: list[str | None] = list(args.tree) or [None]
     print(f"{platform.node()} {platform.processor() or platform.machine()} Python {platform.python_version()}"
-          f" {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.runs} runs each")
+          f" {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.runs} runs each"
+          + (", trees taking turns: " + ", ".join(f"[{i + 1}] {t}" for i, t in enumerate(args.tree))
+             if args.tree else ""))
     with tempfile.TemporaryDirectory() as raw:
         tmp = Path(raw)
+        envs = []
+        for tree in trees:
+            env = {"MCPWALL_HOME": str(tmp / "state"), "PATH": "/usr/bin:/bin"}
+            if tree is not None:
+                env["PYTHONPATH"] = str(Path(tree).resolve())
+            elif "PYTHONPATH" in os.environ:
+                env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+            envs.append(env)
         for name, argv in commands(args.mcpwall, tmp).items():
-            times = time_runs(argv, args.runs, tmp / "state")
-            print(f"{name:16} median {statistics.median(times) * 1000:7.1f} ms   max {max(times) * 1000:7.1f} ms")
+            walls: list[list[float]] = [[] for _ in trees]
+            cpus: list[list[float]] = [[] for _ in trees]
+            for _ in range(args.runs):
+                for i, env in enumerate(envs):
+                    wall, cpu = run_once(argv, env)
+                    walls[i].append(wall)
+                    cpus[i].append(cpu)
+            cells = [f"median {statistics.median(w) * 1000:6.1f} ms  min {min(w) * 1000:6.1f}  max {max(w) * 1000:6.1f}"
+                     f"  cpu {statistics.median(c) * 1000:6.1f}" for w, c in zip(walls, cpus, strict=True)]
+            print(f"{name:16} " + "   |   ".join(cells))
 
 
 if __name__ == "__main__":

@@ -5,9 +5,8 @@ Strategy: each shipped template, SEATBELT_FULL and a few texts that exercise YAM
 file) go through `_parse_yaml` as the loader calls it, and again with libyaml switched off: the
 data and the line of every key must be equal. A broken text raises the same error (message
 and line; a control character is still a bare ReaderError, as before) either way, since the
-pure-Python parser words it. The fast path is taken (a text
-libyaml reads never reaches the pure-Python parser), which is what makes `simulate` start faster
-(issue 29).
+pure-Python parser words it. The fast path is taken (a text libyaml reads never reaches the
+pure-Python parser), which is what makes `simulate` start faster (issue 29).
 """
 
 from __future__ import annotations
