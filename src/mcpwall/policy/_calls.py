@@ -895,7 +895,7 @@ def text_facts(text: str, kind: int) -> tuple[Fact, ...]:
     stripped = text.strip()
     if _is_command(stripped, kind):
         out += command_facts(stripped)
-    elif _URL.match(stripped) or (kind == KEY_URL and _BARE_URL.match(stripped)):
+    elif ("://" in stripped and _URL.match(stripped)) or (kind == KEY_URL and _BARE_URL.match(stripped)):
         _url_facts(stripped, "url", out)
     elif kind == KEY_HOST and stripped and " " not in stripped:
         host = url_host(stripped)
@@ -904,11 +904,11 @@ def text_facts(text: str, kind: int) -> tuple[Fact, ...]:
             out.append((SINKS, f"dns {host}"))
     elif _single_path(stripped):
         out.append((FILES, _home(stripped[7:] if stripped.startswith("file://") else stripped)))
-    elif (m := _EMAIL.match(stripped)) is not None:
+    elif "@" in stripped and (m := _EMAIL.match(stripped)) is not None:
         out.append((HOSTS, m.group(1).lower()))
     if len(text) >= 8:
         out += ((SECRETS, t) for t in secret_finder()(text))
-    return tuple(dict.fromkeys(out))
+    return tuple(dict.fromkeys(out)) if out else ()
 
 
 # ---------------------------------------------------------------- the whole call
@@ -1012,6 +1012,21 @@ def may_add_facts(flags: int, derived: list[tuple[int, str, str]]) -> bool:
     return any(f[0] == SECRETS for f in derived) and any(f[0] == SINKS for f in derived)
 
 
+_PATH_ROLE, _MAIL_ROLE = 1, 2
+_KEY_ROLES: dict[str, int] = {}
+
+
+def _key_role(key: str) -> int:
+    """Whether a key names a path (`_PATH_ROLE`) or a recipient (`_MAIL_ROLE`), cached by key."""
+    role = _KEY_ROLES.get(key)
+    if role is None:
+        role = (_PATH_ROLE if _PATH_KEYS.search(key) else 0) | (_MAIL_ROLE if _MAIL_KEYS.match(key) else 0)
+        if len(_KEY_ROLES) >= 4096:
+            _KEY_ROLES.clear()
+        _KEY_ROLES[key] = role
+    return role
+
+
 def call_facts(
     name: str, derived: Iterable[tuple[int, str, str]], leaves: Iterable[tuple[str, str, str]]
 ) -> list[tuple[int, str, str]]:
@@ -1026,9 +1041,12 @@ def call_facts(
     sends = bool(words & _SEND_WORDS)
     if writes or sends:
         for path, key, text in leaves:
-            if writes and _PATH_KEYS.search(key) and _single_path(text.strip()):
+            role = _key_role(key)
+            if not role:
+                continue
+            if writes and role & _PATH_ROLE and _single_path(text.strip()):
                 extra.append((WRITES, _home(text.strip()), path))
-            if sends and _MAIL_KEYS.match(key):
+            if sends and role & _MAIL_ROLE:
                 for address in re.split(r"[,;\s]+", text):
                     if _EMAIL.match(address):
                         extra.append((SINKS, f"mail {address.lower()}", path))

@@ -74,12 +74,19 @@ class FastIndex:
         #: path does that.
         self.slow_only = slow_only
         self.kinds = tuple(text_kinds(r) for r in rules)
+        # The facts' rules (`_calls.py`) have a set and a text cache of their own: an argument's text never
+        # needs their patterns, nor a fact's text the argument rules'.
         self.arg_set = PatternSet([(i, r.matcher.patterns) for i, r in enumerate(rules)
-                                   if self.kinds[i] and r.matcher is not None])
+                                   if self.kinds[i] and self.kinds[i] != FACTS and r.matcher is not None])
+        self.fact_set = PatternSet([(i, r.matcher.patterns) for i, r in enumerate(rules)
+                                    if self.kinds[i] == FACTS and r.matcher is not None])
         self.name_set = PatternSet([(i, r.matcher.patterns) for i, r in enumerate(rules)
                                     if r.target in ("command", "process", "tool", "server", "resource", "prompt")
                                     and r.action != "redact" and r.matcher is not None])
-        self.fallback = tuple(i for i, r in enumerate(rules) if r.matcher is not None and r.matcher.fallback)
+        self.fallback = tuple(i for i, r in enumerate(rules) if r.matcher is not None and r.matcher.fallback
+                              and self.kinds[i] != FACTS)
+        self.fact_fallback = tuple(i for i, r in enumerate(rules) if r.matcher is not None and r.matcher.fallback
+                                   and self.kinds[i] == FACTS)
         # Where build_plan looks for the rules in scope of a call: rules without a scope,
         # rules scoped only to literal tool names (by exact name for permissive rules, by
         # case-folded name for restrictive ones, which ignore case), and the rest, tested.
@@ -128,6 +135,8 @@ class FastIndex:
         self.profile_restrictive = mask(lambda i, r: r.action in ("deny", "ask", "warn") and r.layer == "profile")
         self.corp_restrictive = mask(lambda i, r: r.action in ("deny", "ask", "warn") and r.layer == "corp")
         self.texts: dict[str, int] = {}
+        #: The fact rules each fact's text matches (`fact_hits`).
+        self.fact_texts: dict[str, int] = {}
         self.plans: dict[tuple[str, ...], Plan] = {}
         #: Decisions by (plan, rules matched, constraint failures[, argument keys]).
         self.memo: dict[Any, Decision] = {}
@@ -150,6 +159,17 @@ class FastIndex:
         if len(self.texts) >= _CACHE_SIZE:
             self.texts.clear()
         self.texts[text] = hits
+        return hits
+
+    def fact_hits(self, text: str) -> int:
+        """Fact rules (as a bit set) whose values match a fact's text (not in the cache yet)."""
+        hits = self.fact_set.mask(text)
+        for i in self.fact_fallback:
+            if self.rules[i].matches_text(text):
+                hits |= 1 << i
+        if len(self.fact_texts) >= _CACHE_SIZE:
+            self.fact_texts.clear()
+        self.fact_texts[text] = hits
         return hits
 
     def outside_window(self, ctx: Context) -> int:
@@ -351,13 +371,14 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context, hooks: Hooks
             found |= _key_hits(index, plan, facts)
         fact_scope = plan.fact_scope
         if fact_scope is not None and facts.derived:
+            fact_texts = index.fact_texts
             for fact in facts.derived:
                 in_scope = fact_scope[fact[0]]
                 if in_scope:
                     text = fact[1]
-                    hits = texts.get(text)
+                    hits = fact_texts.get(text)
                     if hits is None:
-                        hits = index.new_text(text)
+                        hits = index.fact_hits(text)
                     found |= hits & in_scope
     if found & index.window_rules:
         found &= ~index.outside_window(ctx)

@@ -30,7 +30,6 @@ from mcpwall.security.dlp import Scanner
 
 #: The fewest words of a seed phrase (BIP-39: 12, 15, 18, 21 or 24).
 SEED_WORDS: Final = 12
-_SEED_SPLIT = re.compile(r"[\s,;|]+(?:\d{1,2}[.):]\s*)?|^\s*\d{1,2}[.):]\s*")
 _ENV_LINE = re.compile(r"(?m)^(?:export\s+|declare -x\s+)?([A-Z_][A-Z0-9_]{0,63})=")
 _ENV_USUAL: Final = frozenset(
     {
@@ -54,12 +53,13 @@ _ENV_USUAL: Final = frozenset(
     }
 )
 
-#: What any secret the scanner finds has somewhere: a run of 16 token characters, an armour or PuTTY
-#: line, an assignment of 8 characters or more, a password in a URL. A text without one is not scanned
+#: What any secret the scanner finds has somewhere: a run of 16 token characters (not counting `/` and `.`,
+#: so that paths and host names do not count), an armour or PuTTY line, an assignment of 8 characters or
+#: more, a password in a URL, a Slack webhook, a JWT. A text without one is not scanned
 #: (most argument texts: words, short paths, numbers), which keeps `prepare` cheap.
 _MAYBE_SECRET = re.compile(
-    r"[A-Za-z0-9+/=_.~-]{16}|BEGIN|Private-Lines|[=:]\s*[\"']?[^\s\"']{8}|"
-    r"://[^\s/@]+:[^\s/@]+@"
+    r"[A-Za-z0-9+=_~-]{16}|BEGIN|Private-Lines|[=:]\s*[\"']?[^\s\"'/]{8}|"
+    r"://[^\s/@]+:[^\s/@]+@|hooks\.slack\.com|eyJ"
 )
 _SCANNER: list[Scanner] = []
 
@@ -71,16 +71,20 @@ def _scanner() -> Scanner:
 
 
 def seed_phrase(text: str) -> bool:
-    """Whether `text` holds a run of SEED_WORDS or more BIP-39 words."""
+    """Whether `text` holds a run of SEED_WORDS or more BIP-39 words (numbering like `1.` or `2)` between
+    them, commas and line breaks do not break a run)."""
     if text.count(" ") + text.count("\n") + text.count(",") < SEED_WORDS - 1:
         return False
+    words = text.lower().replace(",", " ").split()
+    if len(words) < SEED_WORDS:
+        return False
     run = 0
-    for word in _SEED_SPLIT.split(text.lower()):
+    for word in words:
         if word in WORDS:
             run += 1
             if run >= SEED_WORDS:
                 return True
-        elif word:
+        elif not word.rstrip(".):").isdigit():
             run = 0
     return False
 
