@@ -135,6 +135,7 @@ def test_a_url_argument_gives_its_host_and_what_its_query_carries() -> None:
         ("www.google.com", False),
         ("my-load-balancer-123.us-west-2.elb.amazonaws.com", False),
         ("xn--bcher-kva.example", False),
+        ("my-very-long-bucket-name-for-static-assets.s3.amazonaws.com", False),
         ("api.github.com", False),
     ],
 )

@@ -551,8 +551,8 @@ def dns_shaped(host: str) -> bool:
     if len(labels) < 3:
         return False
     for label in labels[:-2]:
-        if _LONG_LABEL.fullmatch(label) and not label.startswith("xn--"):
-            return True
+        if _LONG_LABEL.fullmatch(label) and not label.startswith("xn--") and sum(c.isdigit() for c in label) >= 4:
+            return True  # a long label of data, not of words (`my-very-long-bucket-name-for-assets`)
         if _coded(label):
             return True
     return False
