@@ -103,6 +103,7 @@ MALICIOUS: dict[str, list[tuple[str, dict[str, Any]]]] = {
             "ifconfig",
             "ip a",
             "crontab -l",
+            "lsof -i",
             "sudo -l",
             "find / -perm -4000 2>/dev/null",
             "ls -la /root",
@@ -209,6 +210,7 @@ BENIGN: list[tuple[str, dict[str, Any]]] = (
         "set -e",
         "echo $((1+2))",
         "export NODE_ENV=production",
+        "lsof -i :3000",
         "| id | name |",
     )
     + [
