@@ -98,7 +98,13 @@ def place_key(key: str) -> bool:
     return _PLACE_KEY.search(key) is not None
 
 
-KEY_PLAIN, KEY_HOST, KEY_COMMAND, KEY_URL = 0, 1, 2, 3
+#: Argument keys whose value is program source a code tool runs (`run_python(code=...)`).
+_CODE_KEY = re.compile(
+    r"(?:^|[_-])(?i:code|source|source_code|snippet|python|javascript|js)$"
+    r"|(?<=[a-z])(?:Code|Source|Snippet)$"
+)
+
+KEY_PLAIN, KEY_HOST, KEY_COMMAND, KEY_URL, KEY_CODE = 0, 1, 2, 3, 4
 #: Texts of which no fact is wanted (a response's, for response rules).
 KEY_NO_FACTS: Final = -1
 
@@ -111,6 +117,8 @@ def key_class(key: str, host_key: bool) -> int:
         return KEY_COMMAND
     if _URL_KEY.search(key) is not None:
         return KEY_URL
+    if _CODE_KEY.search(key) is not None:
+        return KEY_CODE
     return KEY_PLAIN
 
 
@@ -551,7 +559,11 @@ def dns_shaped(host: str) -> bool:
     if len(labels) < 3:
         return False
     for label in labels[:-2]:
-        if _LONG_LABEL.fullmatch(label) and not label.startswith("xn--") and sum(c.isdigit() for c in label) >= 4:
+        if (
+            _LONG_LABEL.fullmatch(label)
+            and not label.startswith("xn--")
+            and sum(c.isdigit() for c in label) >= 4
+        ):
             return True  # a long label of data, not of words (`my-very-long-bucket-name-for-assets`)
         if _coded(label):
             return True
@@ -893,7 +905,10 @@ def text_facts(text: str, kind: int) -> tuple[Fact, ...]:
             return ()
     out: list[Fact] = []
     stripped = text.strip()
-    if _is_command(stripped, kind):
+    if kind == KEY_CODE and stripped:
+        # source a code tool runs is inline code as `python -c` gets it: the same rules judge it
+        out.append((PROGRAMS, "code -c " + " ".join(stripped.split())[:4096]))
+    elif _is_command(stripped, kind):
         out += command_facts(stripped)
     elif ("://" in stripped and _URL.match(stripped)) or (kind == KEY_URL and _BARE_URL.match(stripped)):
         _url_facts(stripped, "url", out)
@@ -1062,6 +1077,7 @@ __all__ = [
     "CALL_FACTS",
     "FACT_INDEX",
     "FACT_TARGETS",
+    "KEY_CODE",
     "KEY_COMMAND",
     "KEY_HOST",
     "KEY_NO_FACTS",

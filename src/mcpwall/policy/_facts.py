@@ -20,6 +20,7 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from mcpwall.policy._calls import (
+    KEY_CODE,
     KEY_COMMAND,
     KEY_HOST,
     KEY_NO_FACTS,
@@ -160,6 +161,8 @@ _COMMAND_BIT: Final = 64
 _URL_BIT: Final = 128
 #: A key that names a place or a setting (`cwd`, `path`): not run as a command by a shell tool.
 _PLACE_BIT: Final = 256
+#: A key whose value is program source a code tool runs (`code`).
+_CODE_BIT: Final = 512
 _KEY_KINDS: Final[dict[str, int]] = {}
 
 
@@ -189,6 +192,8 @@ def _key_kind(key: str) -> int:
             kind |= _COMMAND_BIT
         elif cls == KEY_URL:
             kind |= _URL_BIT
+        elif cls == KEY_CODE:
+            kind |= _CODE_BIT
         if len(key) <= 256:
             if len(_KEY_KINDS) >= 4096:
                 _KEY_KINDS.clear()
@@ -290,7 +295,7 @@ class _Walker:
 
     def _leaf(self, text: str, path: str, key: str) -> None:
         bits = _key_kind(key) if key else 0
-        if not bits & (_HOST_BIT | _COMMAND_BIT | _URL_BIT):
+        if not bits & (_HOST_BIT | _COMMAND_BIT | _URL_BIT | _CODE_BIT):
             cls = self.plain
             cache = self.spelled
             if self.shell and ("[" in path or "." in path or bits & _PLACE_BIT):
@@ -301,7 +306,8 @@ class _Walker:
             cls = KEY_HOST if bits & _HOST_BIT else KEY_NO_FACTS
             cache = spelled_cache(self.home, cls)
         else:
-            cls = KEY_HOST if bits & _HOST_BIT else (KEY_COMMAND if bits & _COMMAND_BIT or self.shell else KEY_URL)
+            cls = KEY_HOST if bits & _HOST_BIT else (KEY_COMMAND if bits & _COMMAND_BIT else
+                                                     KEY_URL if bits & _URL_BIT else KEY_CODE)
             cache = spelled_cache(self.home, cls)
         spelled = cache.get(text)
         if spelled is None:
