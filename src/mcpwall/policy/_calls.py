@@ -55,11 +55,15 @@ Fact = tuple[int, str]
 #: The types of the secrets in a text (`mcpwall.security.calls.secret_types`).
 SecretFinder = Callable[[str], tuple[str, ...]]
 _FINDER: list[SecretFinder | None] = [None]
+#: Whether a text of plain words holds a wallet's seed phrase (`mcpwall.security.calls.seed_phrase`).
+_SEED: list[Callable[[str], bool] | None] = [None]
 
 
-def set_secret_finder(finder: SecretFinder | None) -> None:
-    """Install the function that names the secrets in a text (None: the default, on next use)."""
+def set_secret_finder(finder: SecretFinder | None, seed: Callable[[str], bool] | None = None) -> None:
+    """Install the function that names the secrets in a text and the one that finds a seed phrase in plain
+    words (None: the defaults, on next use)."""
     _FINDER[0] = finder
+    _SEED[0] = seed
 
 
 def secret_finder() -> SecretFinder:
@@ -901,8 +905,14 @@ def text_facts(text: str, kind: int) -> tuple[Fact, ...]:
         # Words and numbers (most message texts): no command, URL, path or host; a secret only in a word
         # of 16 characters or more, a seed phrase only in 12 words or more.
         words = text.split(" ")
-        if len(words) < 12 and (len(text) < 16 or max(map(len, words)) < 16):
-            return ()
+        if len(text) < 16 or max(map(len, words)) < 16:
+            if len(words) < 12:
+                return ()
+            seed = _SEED[0]
+            if seed is None:
+                secret_finder()
+                seed = _SEED[0]
+            return ((SECRETS, "seed-phrase"),) if seed is not None and seed(text) else ()
     out: list[Fact] = []
     stripped = text.strip()
     if kind == KEY_CODE and stripped:

@@ -317,7 +317,9 @@ class _Walker:
             self.values.append(tuple.__new__(ArgValue, (path, key, text, (text,), text)))
             return
         if spelled.facts and self.facts:
-            self.derived.extend((k, t, path) for k, t in spelled.facts)
+            derived = self.derived
+            for fact in spelled.facts:
+                derived.append((fact[0], fact[1], path))
         variants = spelled.variants
         canonical = spelled.canonical
         paths = spelled.paths
@@ -411,12 +413,12 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
                      _default_resolver if resolve_hosts else None, shell=bool(flags & SHELL_TOOL))
     walker.walk(call.arguments, "", "", 0)
     derived = walker.derived
-    if (flags or derived) and may_add_facts(flags, derived):
+    if flags or (len(derived) > 1 and may_add_facts(flags, derived)):  # a secret and a sink take two facts
         derived += call_facts(call.name, derived, ((v.path, v.key, v.raw) for v in walker.values))
     # As `Facts(call, values, ...)`, without the NamedTuple's `__new__` (see `_Walker._leaf`).
     return tuple.__new__(Facts, (call, tuple(walker.values), tuple(walker.keys), tuple(walker.env_keys),
                                  _response_texts(call.result), walker.truncated,
-                                 tuple(dict.fromkeys(derived)) if derived else ()))
+                                 tuple(derived) if derived else ()))
 
 
 __all__ = ["ArgValue", "CachedRealpath", "Call", "Context", "Facts", "local_now", "prepare"]

@@ -36,7 +36,7 @@ def findings(policy: CompiledPolicy, facts: Facts, decision: Decision) -> list[d
         if rule is None or rule.target not in FACT_INDEX:
             continue
         index = FACT_INDEX[rule.target]
-        for kind, text, path in facts.derived:
+        for kind, text, path in dict.fromkeys(facts.derived):  # a fact once, however many times derived
             if kind == index and rule.matches_text(text):
                 out.append(
                     {

@@ -79,12 +79,16 @@ def seed_phrase(text: str) -> bool:
     if len(words) < SEED_WORDS:
         return False
     run = 0
+    left = len(words)
     for word in words:
+        left -= 1
         if word in WORDS:
             run += 1
             if run >= SEED_WORDS:
                 return True
         elif not word.rstrip(".):").isdigit():
+            if left < SEED_WORDS:
+                return False  # too few words left for a run
             run = 0
     return False
 
@@ -107,6 +111,6 @@ def secret_types(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-set_secret_finder(secret_types)
+set_secret_finder(secret_types, seed_phrase)
 
 __all__ = ["SEED_WORDS", "env_dump", "secret_types", "seed_phrase"]
