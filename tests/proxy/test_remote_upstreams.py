@@ -97,7 +97,10 @@ async def test_progress_and_logs_on_the_upstream_stream_reach_the_caller(gw: Gat
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logs.append(str(params.data))
 
-    async with http_client(f"{gw.url}/mcp/streamy", gw.token, logging_callback=on_log) as c:
+    # The SDK 2.x client speaks 2026-07-28 through the gateway by default, and that revision
+    # sends a server's log lines only at the logLevel a request's _meta names.
+    async with http_client(f"{gw.url}/mcp/streamy", gw.token, logging_callback=on_log,
+                           log_level="debug") as c:
         result = await c.call_tool("notify", {"steps": 3}, progress_callback=on_progress)
     assert "done 3" in str(result.content)
     assert reported == [1, 2, 3]
