@@ -1,0 +1,82 @@
+"""An OAuth-protected remote MCP server written with the official SDK's auth support.
+
+Usage: protected_server.py PORT ISSUER JWKS_URI [REQUIRED_SCOPE]
+
+It is a resource server only (`mcp.server.auth`): `AuthSettings` names the authorization
+server (ISSUER, e.g. the tests' Glewlwyd) and its own resource URI
+`http://127.0.0.1:PORT/mcp`; the SDK serves the protected resource metadata (RFC 9728) at
+`/.well-known/oauth-protected-resource/mcp` and answers a request without a valid token with 401
+and `WWW-Authenticate: Bearer resource_metadata=...`. `JwksVerifier` checks each JWT access token
+against the issuer's JWKS (RS256 only), its `iss`, its `aud` (this server's resource URI: a token
+for another resource is refused) and its lifetime.
+
+Tools: `whoami` (the subject and client of the token the call came with, so a test sees whose
+token the gateway sent) and `add`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import jwt
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+
+
+class JwksVerifier:
+    """A TokenVerifier over the issuer's JWKS (fetched and cached by PyJWT's client)."""
+
+    def __init__(self, issuer: str, jwks_uri: str, audience: str) -> None:
+        self.issuer = issuer
+        self.audience = audience
+        self.keys = jwt.PyJWKClient(jwks_uri, cache_keys=True, lifespan=30)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            key = self.keys.get_signing_key_from_jwt(token)
+            claims: dict[str, Any] = jwt.decode(token, key.key, algorithms=["RS256"], issuer=self.issuer,
+                                                audience=self.audience, leeway=5,
+                                                options={"require": ["exp", "iss", "aud"]})
+        except jwt.PyJWTError:
+            return None
+        scope = claims.get("scope") or ""
+        return AccessToken(token=token, client_id=str(claims.get("client_id") or claims.get("azp") or ""),
+                           scopes=scope.split() if isinstance(scope, str) else list(scope),
+                           expires_at=int(claims["exp"]), resource=self.audience,
+                           subject=str(claims.get("sub") or claims.get("username") or ""),
+                           claims={"iss": claims.get("iss"), "username": claims.get("username")})
+
+
+def build(port: int, issuer: str, jwks_uri: str, scope: str) -> MCPServer:
+    resource = f"http://127.0.0.1:{port}/mcp"
+    server = MCPServer(
+        "protected-test-server",
+        token_verifier=JwksVerifier(issuer, jwks_uri, resource),
+        auth=AuthSettings(issuer_url=issuer, resource_server_url=resource,  # type: ignore[arg-type]
+                          required_scopes=[scope] if scope else None, validate_token_resource=False),
+    )
+
+    @server.tool()
+    def whoami() -> str:
+        """Who the token of this call belongs to: `sub=... client=...`."""
+        token = get_access_token()
+        if token is None:
+            return "anonymous"
+        name = (token.claims or {}).get("username") or token.subject
+        return f"user={name} client={token.client_id}"
+
+    @server.tool()
+    def add(a: float, b: float) -> float:
+        """Add two numbers."""
+        return a + b
+
+    return server
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1])
+    build(port, sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "mcp:tools").run(
+        "streamable-http", host="127.0.0.1", port=port)  # type: ignore[call-overload]
