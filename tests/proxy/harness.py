@@ -71,6 +71,27 @@ stages:
 """
 
 
+@contextlib.contextmanager
+def http_script_server(name: str, *args: str) -> Iterator[str]:
+    """One of tests/proxy/servers/ run as `NAME.py [ARGS...] PORT` on a free loopback port, for the
+    block; yields its `/mcp` URL once it answers, and stops it by PID."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(HERE / "servers" / f"{name}.py"), *args, str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(150):
+            try:
+                httpx.post(url, timeout=0.5)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def write_servers(path: Path, servers: dict[str, dict[str, Any]]) -> Path:
     path.write_text(json.dumps({"mcpServers": servers}))
     return path

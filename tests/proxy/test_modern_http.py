@@ -18,10 +18,7 @@ import base64
 import contextlib
 import json
 import sqlite3
-import subprocess
-import sys
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -33,8 +30,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mcpwall.stages import RequestContext, Stage
-from tests.harness import build_gateway, free_port, serve_http, token
-from tests.proxy.harness import EVERYTHING, HERE
+from tests.harness import build_gateway, serve_http, token
+from tests.proxy.harness import EVERYTHING, http_script_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -65,26 +62,8 @@ class Entered(Stage):
         self.seen.append((ctx.method, ctx.target))
 
 
-@contextlib.contextmanager
-def headers_server() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE / "servers" / "headers.py"), str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        for _ in range(150):
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
+def headers_server() -> contextlib.AbstractContextManager[str]:
+    return http_script_server("headers")
 
 
 @pytest.fixture(scope="module")

@@ -53,8 +53,9 @@ def _print(url: str, health: dict[str, Any], problems: list[str]) -> None:
     click.echo(f"policy    {policy.get('path')}  revision {policy.get('revision')}  mode {policy.get('mode')}  "
                f"{policy.get('rules')} rules, {policy.get('reloads', 0)} reloads")
     for name, s in sorted((health.get("servers") or {}).items()):
+        era = f"{s.get('era')} {s.get('protocol_version')}  " if s.get("era") else ""
         click.echo(f"upstream  {name}: {s.get('state')}  circuit {s.get('circuit')}  {s.get('tools')} tools  "
-                   f"({s.get('transport')})")
+                   f"{era}({s.get('transport')})")
     audit = (health.get("stages") or {}).get("audit") or {}
     if audit:
         click.echo(f"ledger    {audit.get('backend')} {audit.get('url') or ''}  head {audit.get('head') or '-'}  "

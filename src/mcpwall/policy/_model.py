@@ -176,6 +176,9 @@ class ServerSpec(_Strict):
     sandbox: SandboxSpec | None = None
     roots: list[str] | None = None
     disabled: bool = False
+    #: the protocol era the gateway speaks to it: `auto` opens with `initialize` and, when the
+    #: server refuses it, probes `server/discover` (a modern-only server); `modern` and `legacy` pin one
+    era: Literal["auto", "legacy", "modern"] = "auto"
 
     @model_validator(mode="after")
     def _command_or_url(self) -> ServerSpec:

@@ -28,7 +28,7 @@ log = logging.getLogger("mcpwall")
 
 
 def spec_from_entry(name: str, entry: Mapping[str, Any], where: str) -> ServerSpec:
-    """One `mcpServers` entry (command/cmd, args, env, cwd, url, type/transport, headers, roots)."""
+    """One `mcpServers` entry (command/cmd, args, env, cwd, url, type/transport, headers, roots, era)."""
     command = entry.get("command", entry.get("cmd"))
     kind = entry.get("type", entry.get("transport"))
     data: dict[str, Any] = {
@@ -43,6 +43,8 @@ def spec_from_entry(name: str, entry: Mapping[str, Any], where: str) -> ServerSp
         data["transport"] = _TYPES.get(str(kind), "streamable-http") if kind != "stdio" else "streamable-http"
     if isinstance(entry.get("disabled"), bool):
         data["disabled"] = entry["disabled"]
+    if "era" in entry:
+        data["era"] = entry["era"]  # auto | legacy | modern (ServerSpec checks it)
     if "roots" in entry:
         # What the gateway answers the server's roots/list (never a client's roots: see _server_messages).
         roots = entry["roots"]

@@ -1,10 +1,12 @@
-"""One upstream MCP server: handshake, request ids, timeouts, breaker, restarts.
+"""One upstream MCP server: its era, request ids, timeouts, breaker, restarts.
 
-The gateway is the upstream's one client: it sends `initialize` (a full MCP
-handshake, which mcp-seatbelt skipped), keeps the tool, resource and prompt
-lists it gets back, and multiplexes every downstream session over this one
-connection. Request ids are ours (integers per upstream), so ids from
-different sessions never collide; `Pending` remembers whose request each is.
+The gateway is the upstream's one client: it opens it in its protocol era
+(`_probe`: the `initialize` handshake, which mcp-seatbelt skipped, or the
+2026-07-28 `server/discover`, whose requests `_upstream_modern` stamps),
+keeps the tool, resource and prompt lists it gets back, and multiplexes every
+downstream session over this one connection. Request ids are ours (integers
+per upstream), so ids from different sessions never collide; `Pending`
+remembers whose request each is.
 
 When a stdio server dies, every pending request fails at once with an
 UPSTREAM_ERROR and the server is restarted with exponential backoff, at most
@@ -17,18 +19,19 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mcpwall import __version__
 from mcpwall.policy import ServerSpec
-from mcpwall.protocol import LATEST_VERSION, Message, RequestId, notification
+from mcpwall.protocol import Message, RequestId, notification
 from mcpwall.proxy._breaker import BREAKER_OPEN_S, CircuitBreaker
+from mcpwall.proxy._bridge import answered
 from mcpwall.proxy._catalog import Catalog, fetch_catalog, list_pages
+from mcpwall.proxy._probe import older_transport, open_upstream
 from mcpwall.proxy._requests import Pending, UpstreamError, expire, settled
-from mcpwall.transports import SseTransport, StreamableHttpTransport, Transport, TransportError, transport_for
+from mcpwall.proxy._upstream_modern import modern_request
+from mcpwall.transports import Transport, TransportError, transport_for
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
@@ -36,7 +39,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpwall.upstream")
 
 MAX_RESTARTS = 5
-INIT_TIMEOUT_S = 90.0
 #: An HTTP upstream may never answer a call it was told to cancel: after its timeout and this margin it
 #: is presumed ended (a stdio one runs until it answers or exits; issue 22, the policy reload hold).
 UNANSWERED_MARGIN_S = 60.0
@@ -57,6 +59,10 @@ class UpstreamServer:
         self.state = "stopped"
         self.last_error: str | None = None
         self.init_result: dict[str, Any] = {}
+        #: "legacy" (opened by initialize) or "modern" (2026-07-28), once known; kept across restarts
+        self.era: str | None = None
+        #: the gateway's bridged input requests of a modern server, waiting for a client's answer (`_bridge`)
+        self.inputs: dict[RequestId, asyncio.Future[Message]] = {}
         self.catalog = Catalog()
         self.breaker = CircuitBreaker()
         self.restarts = 0
@@ -100,28 +106,19 @@ class UpstreamServer:
         try:
             await transport.connect(lambda m, r: self._on_message(m, r, generation),
                                     lambda exc: self._on_closed(exc, generation))
-            result = await self._call("initialize", {
-                "protocolVersion": LATEST_VERSION,
-                "capabilities": self.gateway.upstream_capabilities(self.name),
-                "clientInfo": {"name": "mcpwall", "version": __version__},
-            }, timeout=INIT_TIMEOUT_S)
-            self.init_result = result
-            if hasattr(transport, "protocol_version"):
-                # Streamable HTTP sends the negotiated version on every later request.
-                transport.protocol_version = str(result.get("protocolVersion", LATEST_VERSION))
             if hasattr(transport, "schema_of"):
-                # and mirrors the arguments a tool designates into Mcp-Param-* headers
+                # Streamable HTTP mirrors the arguments a tool designates into Mcp-Param-* headers.
                 transport.schema_of = self._input_schema
-            await transport.send(notification("notifications/initialized"))
+            await open_upstream(self, transport)
             self.state = "ready"
             self.started_at = time.time()
             self.last_error = None
             await self.refresh_catalog()
             self._ready.set()
-            log.info("[%s] ready (%s) %s", self.name, transport.description,
+            log.info("[%s] ready (%s, %s) %s", self.name, transport.description, self.init_result.get("protocolVersion"),
                      self.init_result.get("serverInfo", {}))
         except (TransportError, UpstreamError, OSError) as exc:
-            if self._older_transport(transport, exc):
+            if older_transport(self, transport, exc):
                 await self._close_transport()
                 await self.start()
                 return
@@ -131,21 +128,6 @@ class UpstreamServer:
             self._failed.set()
             await self._close_transport()
             self._schedule_restart()
-
-    def _older_transport(self, transport: Transport, exc: BaseException) -> bool:
-        """MCP's backwards compatibility: a URL that refuses the streamable-HTTP `initialize` POST
-        with 400, 404 or 405 may be a server of the older HTTP+SSE transport; try that once.
-        (Cursor and others configure both behind a bare `url`, which `init` records as
-        streamable HTTP.)"""
-        if self._fell_back or not isinstance(transport, StreamableHttpTransport) or not self.spec.url \
-                or not re.search(r"\bHTTP (?:400|404|405)\b", str(exc)):
-            return False
-        self._fell_back = True
-        url, headers = self.spec.url, self.spec.headers
-        self._factory = lambda: SseTransport(url, headers, name=self.name)
-        log.warning("[%s] %s refused streamable HTTP (%s); trying the older HTTP+SSE transport", self.name, url,
-                    str(exc)[:120])
-        return True
 
     async def wait_ready(self, timeout: float, *, until_failure: bool = False) -> bool:
         """Whether the server is (or becomes, within `timeout`) ready to take requests.
@@ -255,12 +237,16 @@ class UpstreamServer:
 
     async def request(self, method: str, params: dict[str, Any] | None, *, timeout: float,
                       session_id: str | None = None, downstream_id: RequestId | None = None,
-                      emit: Any = None, on_sent: Callable[[int], None] | None = None) -> Message:
+                      emit: Any = None, on_sent: Callable[[int], None] | None = None, raw: bool = False) -> Message:
         """Send a request and wait for its response message (result or error).
 
         Progress tokens are replaced by our request id so that two sessions using
         the same token cannot collide; the original is restored on the way back.
+        To a modern upstream, `_upstream_modern` sends it (`raw`: as it stamped it).
         """
+        if self.era == "modern" and not raw:
+            return await modern_request(self, method, params, timeout=timeout, session_id=session_id,
+                                        downstream_id=downstream_id, emit=emit, on_sent=on_sent)
         transport = self.transport
         if transport is None or self.state not in ("ready", "starting"):
             raise UpstreamError(f"upstream {self.name!r} is not available ({self.state}: {self.last_error})",
@@ -314,7 +300,9 @@ class UpstreamServer:
             await self.transport.send(notification(method, params))
 
     async def respond(self, message: Message) -> None:
-        """Send our answer to a server-to-client request."""
+        """Send our answer to a server-to-client request (a bridged input request's stays here)."""
+        if self.inputs and answered(self, message):
+            return
         if self.transport is not None:
             with contextlib.suppress(TransportError):
                 await self.transport.send(message)
@@ -389,6 +377,7 @@ class UpstreamServer:
             "transport": self.transport.description if self.transport else None,
             "server_info": self.init_result.get("serverInfo"),
             "protocol_version": self.init_result.get("protocolVersion"),
+            "era": self.era,
             "tools": len(self.catalog.tools),
             "resources": len(self.catalog.resources),
             "prompts": len(self.catalog.prompts),

@@ -1,0 +1,95 @@
+"""Requests to an upstream that speaks the stateless revision (MCP 2026-07-28).
+
+Such a server keeps no session: every request the gateway sends it carries
+the envelope in `params._meta` (the protocol version, the capabilities the
+gateway can route to some client, the gateway as the client, and a log level,
+`debug`, so the server's log lines reach the gateway, which passes each client
+those it asked for), and over streamable HTTP the `MCP-Protocol-Version` and
+standard `Mcp-*` headers (`transports/streamable_http.py`), with no
+`Mcp-Session-Id`. A client's own envelope never reaches the server: the
+gateway is the server's client.
+
+What 2026-07-28 removed (`ping`, `logging/setLevel`, `resources/subscribe` and
+`unsubscribe`) is answered here for the gateway's legacy clients instead of
+being sent: the server would not know it. An `InputRequiredResult` is resolved
+by `_bridge` before the answer leaves, so the pipeline and the client see the
+final result, and a result loses what only a 2026-07-28 client reads
+(`resultType: complete`, the server's identity stamp), which `modern.finish`
+gives a modern client again with the gateway's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcpwall import __version__
+from mcpwall.protocol import Message, RequestId
+from mcpwall.protocol.modern import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    ENVELOPE_KEYS,
+    LOG_LEVEL_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    REMOVED,
+    SERVER_INFO_META_KEY,
+)
+from mcpwall.proxy._bridge import resolve_input
+
+if TYPE_CHECKING:
+    from mcpwall.proxy._upstream import UpstreamServer
+
+#: Who the gateway is to a modern upstream (its `clientInfo`).
+GATEWAY_CLIENT = {"name": "mcpwall", "version": __version__}
+
+
+def stamped(params: dict[str, Any] | None, version: str, capabilities: dict[str, Any]) -> dict[str, Any]:
+    """`params` with the gateway's envelope in `_meta` (the rest of `_meta`, a progress token
+    or trace context, kept; a client's envelope keys replaced)."""
+    meta = params.get("_meta") if params else None
+    kept = {k: v for k, v in meta.items() if k not in ENVELOPE_KEYS} if isinstance(meta, dict) else {}
+    kept[PROTOCOL_VERSION_META_KEY] = version
+    kept[CLIENT_INFO_META_KEY] = GATEWAY_CLIENT
+    kept[CLIENT_CAPABILITIES_META_KEY] = capabilities
+    kept[LOG_LEVEL_META_KEY] = "debug"
+    return {**(params or {}), "_meta": kept}
+
+
+def plain(response: Message) -> Message:
+    """A modern server's answer as any client reads it: without `resultType: complete` and the
+    server's identity stamp (the gateway answers, and stamps its own for a modern client)."""
+    body = response.get("result")
+    if not isinstance(body, dict) or (body.get("resultType") != "complete" and "_meta" not in body):
+        return response
+    out = {k: v for k, v in body.items() if not (k == "resultType" and v == "complete")}
+    meta = out.get("_meta")
+    if isinstance(meta, dict) and SERVER_INFO_META_KEY in meta:
+        rest = {k: v for k, v in meta.items() if k != SERVER_INFO_META_KEY}
+        if rest:
+            out["_meta"] = rest
+        else:
+            del out["_meta"]
+    return {**response, "result": out}
+
+
+async def modern_request(upstream: UpstreamServer, method: str, params: dict[str, Any] | None, *, timeout: float,
+                         session_id: str | None = None, downstream_id: RequestId | None = None, emit: Any = None,
+                         on_sent: Callable[[int], None] | None = None) -> Message:
+    """`UpstreamServer.request` for a modern upstream: the envelope stamped, removed methods
+    answered here, input requests resolved through the calling client, the answer plain."""
+    if method in REMOVED:
+        return {"jsonrpc": "2.0", "id": downstream_id, "result": {}}
+    version = str(upstream.init_result.get("protocolVersion") or "2026-07-28")
+    caps = upstream.gateway.upstream_capabilities(upstream.name)
+
+    async def send(out: dict[str, Any] | None, budget: float) -> Message:
+        return await upstream.request(method, stamped(out, version, caps), timeout=budget, session_id=session_id,
+                                      downstream_id=downstream_id, emit=emit, on_sent=on_sent, raw=True)
+
+    response = await send(params, timeout)
+    response = await resolve_input(upstream, method, params, response, send, timeout=timeout,
+                                   session_id=session_id, downstream_id=downstream_id, emit=emit)
+    return response if method == "server/discover" else plain(response)  # `_probe` reads the server's stamp
+
+
+__all__ = ["GATEWAY_CLIENT", "modern_request", "plain", "stamped"]
