@@ -9,8 +9,8 @@ that cannot list now shows its last known items. `initialize`, `ping` and
 client of that revision: the capabilities of the servers behind the endpoint
 (all of them on an aggregated one, merged as `initialize` merges them; the one
 server's otherwise), without what a modern client cannot use through the
-gateway yet (`subscriptions/listen` is not served: no `listChanged` and no
-`subscribe`; no logging, no tasks), every version the gateway serves, and the
+gateway (no logging, no tasks; `listChanged` and `subscribe` are served through
+`subscriptions/listen`, `_listen.py`), every version the gateway serves, and the
 gateway's identity. A `server/discover` without the revision's `_meta` is a
 legacy client's, and is answered as before the revision: an unknown method.
 """
@@ -159,7 +159,8 @@ async def _set_level(gw: Gateway, ctx: RequestContext) -> Message:
 
 
 #: What a 2026-07-28 client may use of each server capability through the gateway (the flags kept).
-_MODERN_CAPABILITIES: dict[str, tuple[str, ...]] = {"tools": (), "resources": (), "prompts": (), "completions": ()}
+_MODERN_CAPABILITIES: dict[str, tuple[str, ...]] = {"tools": ("listChanged",), "resources": ("subscribe", "listChanged"),
+                                                   "prompts": ("listChanged",), "completions": ()}
 
 
 def _modern_capabilities(caps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -186,7 +187,9 @@ async def _discover(gw: Gateway, ctx: RequestContext) -> Message:
         instructions = given if isinstance(given, str) else None
     else:
         # As `initialize` declares them: tools always (the gateway lists its own when none are up).
-        caps = {"tools": {}, **_modern_capabilities([s.capabilities for s in gw.servers.values()])}
+        # The gateway's own tools list changes as upstreams come and go: listChanged always.
+        caps = {**_modern_capabilities([s.capabilities for s in gw.servers.values()])}
+        caps["tools"] = {**caps.get("tools", {}), "listChanged": True}
         names = ", ".join(gw.servers) or "none"
         instructions = f"mcpwall gateway. Tools and prompts are named server__name. Servers: {names}."
     body: dict[str, Any] = {"supportedVersions": list(ALL_VERSIONS), "capabilities": caps,
@@ -194,6 +197,10 @@ async def _discover(gw: Gateway, ctx: RequestContext) -> Message:
     if instructions:
         body["instructions"] = instructions
     return result(ctx.id, body)
+
+
+async def _listen(gw: Gateway, ctx: RequestContext) -> Message:
+    return await gw.traffic.listen.serve(ctx)
 
 
 Local = Callable[["Gateway", RequestContext], Awaitable[Message]]
@@ -207,9 +214,10 @@ LOCAL: dict[str, Local] = {
     "resources/templates/list": _list,
     "logging/setLevel": _set_level,
     "server/discover": _discover,
+    "subscriptions/listen": _listen,
 }
 #: answered by the gateway even on single-server sessions
-ALWAYS_LOCAL = frozenset({"initialize", "ping", "server/discover"})
+ALWAYS_LOCAL = frozenset({"initialize", "ping", "server/discover", "subscriptions/listen"})
 
 
 __all__ = ["ALWAYS_LOCAL", "LIST_KEYS", "LOCAL"]

@@ -43,6 +43,7 @@ from mcpwall.protocol.modern import (
 )
 from mcpwall.protocol.naming import split
 from mcpwall.proxy._asgi import Receive, Scope, Send, peer, reply, reply_json
+from mcpwall.proxy._listen import serve_stream
 from mcpwall.proxy._sse import answer_request
 
 if TYPE_CHECKING:
@@ -261,7 +262,10 @@ class ModernSessions:
                 event = {**event, "status": status[0]}
             await send(event)
 
-        await answer_request(receive, send_status, call, [])
+        if msg["method"] == "subscriptions/listen":
+            await serve_stream(receive, send_status, call, original)  # long-lived, with keep-alives
+        else:
+            await answer_request(receive, send_status, call, [])
         return True
 
 

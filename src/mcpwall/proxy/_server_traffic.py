@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpwall.pipeline import Emit, ServerRequest, Session
 from mcpwall.protocol import ErrorCode, Message, error, notification, result
+from mcpwall.proxy._listen import ListenHub
 from mcpwall.proxy._requests import Pending, UpstreamError
 from mcpwall.proxy._upstream import UpstreamServer
 
@@ -38,6 +39,8 @@ class ServerTraffic:
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
         self._refreshing: dict[tuple[str, str], bool] = {}
+        #: the modern clients' `subscriptions/listen` streams (fed by catalog refreshes and resources/updated)
+        self.listen = ListenHub(gateway)
 
     async def client_response(self, session: Session, msg: Message) -> None:
         rid = msg.get("id")
@@ -135,6 +138,7 @@ class ServerTraffic:
             self.gw.spawn(self.list_changed(upstream, method))
         elif method == "notifications/resources/updated":
             uri = params.get("uri")
+            self.listen.resource_updated(upstream, uri)
             for s in list(self.gw.sessions.values()):
                 if uri in s.subscriptions and s.server in (None, upstream.name):
                     self.gw.spawn(self.gw.messages.send(s.id, s, None, msg))
