@@ -229,7 +229,7 @@ class _Layer:
     files: list[str]
 
 
-_SECTIONS = ("dlp", "honeytokens", "ledger", "rbac", "stages", "telemetry")
+_SECTIONS = ("auth", "dlp", "honeytokens", "ledger", "rbac", "stages", "telemetry")
 _SCALARS = ("version", "mode", "defaultAction", "defaultTimeoutMs", "allowSampling", "corp")
 
 

@@ -217,6 +217,8 @@ class PolicyFile(_Strict):
     stages: dict[str, Any] | None = None
     # OpenTelemetry traces (mcpwall.telemetry validates it; docs/TRACING.md).
     telemetry: dict[str, Any] | bool | None = None
+    # OAuth issuers whose tokens the gateway accepts (mcpwall.oauth validates it; docs/AUTH.md).
+    auth: dict[str, Any] | None = None
 
     @field_validator("version", mode="before")
     @classmethod

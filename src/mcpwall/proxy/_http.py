@@ -6,13 +6,11 @@ product's hot path, and the framework's per-request objects cost about as
 much as the whole relay (bench/proxy_overhead.py). The dashboard and other
 non-hot routes (`/ui`, `/api/`) are a Starlette app, `Gateway.ui_app` (the dashboard service).
 
-Every request passes the door (`_door`) first. Then, in order: the routes
-open without a token (`/health`), the apps that check their own credentials
-(the admin API, the dashboard), the token, and the route table (`_routes`),
-which also says which routes an agent's named token may call. How a POST's
-answer becomes an event stream, and the GET stream, are in `_sse`; the
-status routes in `_status`; the ASGI plumbing (answers, bounded body reads)
-in `_asgi`.
+Every request passes the door (`_door`) first. Then, in order: the routes open without a token
+(`/health`, OAuth resource metadata), the apps that check their own credentials (admin API,
+dashboard), the token (static, or an identity provider's: `mcpwall.oauth`), and the route table
+(`_routes`), which says which routes an agent's named token may call. Event streams are in
+`_sse`, the status routes in `_status`, the ASGI plumbing (answers, bounded reads) in `_asgi`.
 """
 
 from __future__ import annotations
@@ -100,7 +98,8 @@ class HttpFrontend:
         #: Then the apps that check their own credentials, in order: the admin API (its bearer token),
         #: then the dashboard and its API (cookie + CSRF for the UI, bearer token for the API).
         self._mounts = (Mount(("/api/admin/",), lambda: getattr(self.gateway, "admin_api", None)),
-                        Mount(("/ui/", "/api/"), lambda: self.extra, root="/ui"))
+                        Mount(("/ui/", "/api/"), lambda: self.extra, root="/ui"),
+                        Mount(("/.well-known/oauth-protected-resource",), lambda: self.auth.oauth_app))
         #: Then, past the token, these. An agent's named token calls the MCP endpoints as itself
         #: (issue 22); the status routes (every server's command line, every principal's tool counts,
         #: the policy's rule trace) are the operator's. `/` is 404 for every token.
@@ -143,7 +142,7 @@ class HttpFrontend:
                 if app is not None:
                     await app(scope, receive, send)
                     return
-        reject, identity = self.auth.admit(headers)
+        reject, identity, receive = await self.auth.authenticate(scope, receive, headers)
         if reject is not None:
             await self._turn_away(scope, receive, send, reject)
             return
@@ -156,15 +155,15 @@ class HttpFrontend:
         await route.handler(scope, receive, send, parts, headers, identity)
 
     async def _turn_away(self, scope: Scope, receive: Receive, send: Send, reject: Reject) -> None:
-        """Answer a request refused at the door (token, Host, Origin) and close its connection:
-        a refused client gets nothing to hold open (see `_conn`)."""
+        """Answer a refusal at the door (token, Host, Origin) and close its connection (`_conn`)."""
         parts = [p for p in scope["path"].split("/") if p]
         if parts and scope["method"] == "POST" and (len(parts) == 1 or (len(parts) == 2 and parts[0] == "mcp")):
             # An unauthenticated tools/call is recorded too (an attempt is evidence), within bounds:
             # one message of a small body, no batch.
             await self._refused(receive, reject.code, reject.message, None if parts[0] == "mcp" else parts[0],
                                 scope, parts[1] if len(parts) == 2 else None, limit=_DOOR_BYTES)
-        await reply_json(send, reject.http_status, error(None, reject.code, reject.message), CLOSE)
+        extra = CLOSE + list(getattr(reject, "headers", ()))  # an OAuth challenge: WWW-Authenticate
+        await reply_json(send, reject.http_status, error(None, reject.code, reject.message, reject.data), extra)
 
     async def _refused(self, receive: Receive, code: int, text: str, server: str | None, scope: Scope,
                        via: str | None = None, limit: int = MAX_MESSAGE_BYTES) -> Any:

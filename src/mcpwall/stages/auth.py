@@ -63,6 +63,13 @@ class AuthStage:
         self.rejected = 0
         #: polled for the named tokens when their folder changes (`mcpwall._token.NamedTokenWatch`)
         self.named: Any = None
+        #: the OAuth resource server (`mcpwall.oauth`), offered the bearer tokens not in `tokens`
+        self.oauth: Any = None
+
+    @property
+    def oauth_app(self) -> Any:
+        """The ASGI app of the OAuth protected resource metadata, None without `auth:` issuers."""
+        return None if self.oauth is None else self.oauth.metadata.app
 
     def identify(self, authorization: str | None) -> str | None:
         """The identity of a valid bearer token, else None."""
@@ -99,6 +106,18 @@ class AuthStage:
             return Reject(ErrorCode.UNAUTHORIZED, "Unauthorized: a valid bearer token is required",
                           http_status=401, outcome="rejected"), None
         return None, identity
+
+    async def authenticate(self, scope: Any, receive: Any,
+                           headers: Mapping[str, str]) -> tuple[Any, str | None, Any]:
+        """`admit`, then, with `auth:` issuers, a token that is no static one is an identity provider's
+        (`mcpwall.oauth.ResourceServer`): (rejection or None, identity, the receive to read the body from)."""
+        reject, identity = self.admit(headers)
+        if reject is None or reject.http_status != 401 or self.oauth is None:
+            return reject, identity, receive
+        reject, identity, receive = await self.oauth.authenticate(scope, receive, headers)
+        if reject is None:
+            self.rejected -= 1  # counted by admit; the identity provider's token was good
+        return reject, identity, receive
 
     def _origin_ok(self, origin: str) -> bool:
         if origin.rstrip("/").lower() in self.allowed_origins:
