@@ -200,6 +200,7 @@ async def test_a_legacy_client_answers_a_modern_servers_input_request_on_its_own
     gw: dict[str, Any], server: str
 ) -> None:
     asked = Asked("Ada")
+    before = await ledger_rows(gw["home"], server, "ask_name", 0)
     for path, tool in (("/mcp", f"{server}__ask_name"), (f"/mcp/{server}", "ask_name")):
         async with client(gw, "legacy", path, elicitation_callback=asked) as c:
             result = await c.call_tool(tool, {"greeting": "Hello"})
@@ -207,6 +208,8 @@ async def test_a_legacy_client_answers_a_modern_servers_input_request_on_its_own
         # The retry carried the answer and the server's own state back: the server finished the call.
         assert text(result) == "Hello, Ada (state asked-for-name, action accept)"
     assert asked.messages == ["What is your name?", "What is your name?"]
+    # One row per call: the rounds with the server are the gateway's, inside the call.
+    assert await ledger_rows(gw["home"], server, "ask_name", before + 2) == before + 2
 
 
 async def test_a_secret_in_a_legacy_clients_answer_never_reaches_the_modern_server(gw: dict[str, Any]) -> None:
@@ -277,3 +280,30 @@ async def test_a_pinned_era_is_kept_a_legacy_pin_fails_a_modern_only_server_with
         assert pinned.era is None
         assert await forced.wait_ready(30)
         assert forced.era == "modern"
+
+
+async def test_a_modern_client_answers_a_modern_servers_input_request_through_the_gateway(gw: dict[str, Any]) -> None:
+    asked = Asked("Lin")
+    async with client(gw, MODERN, elicitation_callback=asked) as c:
+        result = await c.call_tool("mhttp__ask_name", {"greeting": "Hey"})
+    assert text(result) == "Hey, Lin (state asked-for-name, action accept)"
+    assert asked.messages == ["What is your name?"]
+
+
+@pytest.mark.parametrize("server", ["modern", "mhttp"])
+async def test_a_modern_servers_list_change_reaches_a_legacy_client_through_the_gateways_listen(
+    gw: dict[str, Any], server: str
+) -> None:
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    name = f"grown_{server}"
+    async with client(gw, "legacy", message_handler=on_message) as c:
+        await c.call_tool(f"{server}__grow", {"name": name})
+        with anyio.fail_after(20):
+            await changed.wait()
+        assert f"{server}__{name}" in {t.name for t in (await c.list_tools()).tools}
+        assert text(await c.call_tool(f"{server}__{name}", {})) == "grown"

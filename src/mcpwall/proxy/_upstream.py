@@ -30,7 +30,7 @@ from mcpwall.proxy._bridge import answered
 from mcpwall.proxy._catalog import Catalog, fetch_catalog, list_pages
 from mcpwall.proxy._probe import older_transport, open_upstream
 from mcpwall.proxy._requests import Pending, UpstreamError, expire, settled
-from mcpwall.proxy._upstream_modern import modern_request
+from mcpwall.proxy._upstream_modern import listen, modern_request
 from mcpwall.transports import Transport, TransportError, transport_for
 
 if TYPE_CHECKING:
@@ -115,6 +115,8 @@ class UpstreamServer:
             self.last_error = None
             await self.refresh_catalog()
             self._ready.set()
+            if self.era == "modern":
+                self.gateway.spawn(listen(self, generation))
             log.info("[%s] ready (%s, %s) %s", self.name, transport.description, self.init_result.get("protocolVersion"),
                      self.init_result.get("serverInfo", {}))
         except (TransportError, UpstreamError, OSError) as exc:
@@ -311,6 +313,8 @@ class UpstreamServer:
         if generation != self._generation:
             return
         if "method" in msg:
+            if msg["method"] == "notifications/subscriptions/acknowledged":
+                return  # the gateway's own subscriptions/listen opened (`_upstream_modern.listen`)
             if "id" in msg:
                 self.gateway.on_upstream_request(self, msg, self.pending.get(related) if related is not None
                                                  else None)

@@ -20,6 +20,8 @@ gives a modern client again with the gateway's own.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +37,19 @@ from mcpwall.protocol.modern import (
     SERVER_INFO_META_KEY,
 )
 from mcpwall.proxy._bridge import resolve_input
+from mcpwall.proxy._requests import UpstreamError
 
 if TYPE_CHECKING:
     from mcpwall.proxy._upstream import UpstreamServer
+
+log = logging.getLogger("mcpwall.upstream")
+
+#: A `subscriptions/listen` stays open as long as the server is up; this only bounds the pending entry.
+LISTEN_TIMEOUT_S = 86_400.0
+#: Re-opened at most this many times in a row when it ends at once (a server that cannot keep one).
+MAX_RELISTENS = 5
+#: The list capabilities a change notification can be asked for, by the filter key that asks.
+_LISTS = (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"), ("resourcesListChanged", "resources"))
 
 #: Who the gateway is to a modern upstream (its `clientInfo`).
 GATEWAY_CLIENT = {"name": "mcpwall", "version": __version__}
@@ -92,4 +104,30 @@ async def modern_request(upstream: UpstreamServer, method: str, params: dict[str
     return response if method == "server/discover" else plain(response)  # `_probe` reads the server's stamp
 
 
-__all__ = ["GATEWAY_CLIENT", "modern_request", "plain", "stamped"]
+async def listen(upstream: UpstreamServer, generation: int) -> None:
+    """Follow a modern server's list changes, as the handshake era's list_changed notifications
+    told them: one `subscriptions/listen` for the lists whose `listChanged` it declares, its
+    notifications taken by `ServerTraffic` as any server's (the catalog refreshed, the clients
+    told). A stream that ends is opened again and the lists fetched anew (what changed
+    meanwhile was not told); one the server refuses is not."""
+    caps = upstream.capabilities
+    wanted = {key: True for key, cap in _LISTS if isinstance(caps.get(cap), dict) and caps[cap].get("listChanged")}
+    loop = asyncio.get_running_loop()
+    quick = 0
+    while wanted and quick < MAX_RELISTENS:
+        opened = loop.time()
+        try:
+            answer = await upstream.request("subscriptions/listen", {"notifications": wanted}, timeout=LISTEN_TIMEOUT_S)
+        except UpstreamError as exc:
+            answer = {"error": {"message": str(exc)}} if exc.reason in ("stopped", "exited", "unavailable") else {}
+        if "error" in answer or generation != upstream._generation or upstream.state != "ready":
+            if "error" in answer and generation == upstream._generation and upstream.state == "ready":
+                log.info("[%s] subscriptions/listen refused: its list changes are not followed (%s)", upstream.name,
+                         answer["error"])
+            return
+        quick = quick + 1 if loop.time() - opened < 5.0 else 0
+        await asyncio.sleep(min(2.0**quick, 30.0))
+        upstream.gateway.upstream_restarted(upstream)  # re-fetch: changes while it was closed were not told
+
+
+__all__ = ["GATEWAY_CLIENT", "listen", "modern_request", "plain", "stamped"]

@@ -11,7 +11,8 @@ and the rest goes to the SDK's modern single-exchange entry.
 
 Tools: `add` (numbers), `leak` (a result holding an AWS key id), `drop_table` (for a deny
 rule), `ask_name` (asks for the user's name with an InputRequiredResult, then greets whoever
-the answer names), `count_calls` (how many calls the process served).
+the answer names), `count_calls` (how many calls the process served), `grow` (adds a tool and
+tells `subscriptions/listen` streams that the tool list changed).
 """
 
 from __future__ import annotations
@@ -63,6 +64,18 @@ def drop_table(name: str) -> str:
 def count_calls() -> int:
     """How many calls of add, leak and drop_table this process ran."""
     return _calls
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Add a tool called `name` (it answers "grown") and tell the listening clients the list changed."""
+
+    def grown() -> str:
+        return "grown"
+
+    server.add_tool(grown, name=name, description="A tool added while the server runs.")
+    await ctx.notify_tools_changed()
+    return f"added {name}"
 
 
 @server.tool()
