@@ -140,6 +140,11 @@ class ChainTracker:
     def forget(self, sid: str) -> None:
         self._sessions.pop(sid, None)
 
+    def adopt(self, sid: str, chain: SessionChain) -> None:
+        """Take `sid`'s chain as another replica left it (`_chain_store`)."""
+        self._sessions[sid] = chain
+        self._sessions.move_to_end(sid)
+
     def sessions(self) -> list[str]:
         return list(self._sessions)
 

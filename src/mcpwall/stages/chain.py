@@ -26,12 +26,19 @@ policy.yaml::
         sourceTtlSeconds: 3600
 
 `ctx.notes["chain"]` records the state, the event, the sources and the flow.
+
+Whose history a call joins (`flow_key`): its MCP session's, for a client of the handshake era;
+for a 2026-07-28 client, which has no session, that of its principal and agent (the named token's
+identity, else X-Agent-Id), whatever endpoint it calls and whatever `clientInfo` or trace context
+it sends (the `traceparent` in `_meta` is recorded in the note, never a key). With a shared state
+store (`--state redis://...`) the histories live there, so replicas share them (`_chain_store`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,6 +48,8 @@ from pydantic import Field
 from mcpwall.pipeline import Holder, Reject, RequestContext, Stage
 from mcpwall.policy import Decision
 from mcpwall.protocol import ErrorCode, Message
+from mcpwall.protocol.modern import MODERN_VERSIONS
+from mcpwall.security._chain_store import SharedChains
 from mcpwall.security._classify import CallFacts, classify
 from mcpwall.security._json import strings
 from mcpwall.security.chains import (
@@ -51,6 +60,7 @@ from mcpwall.security.chains import (
     describe_flow,
     kill_chain_event,
 )
+from mcpwall.shared import RedisStateStore
 from mcpwall.stages._components import Components
 from mcpwall.stages._kit import (
     StageConfig,
@@ -126,8 +136,14 @@ class ChainStage(Stage):
         self.kill_chain_blocks = 0
         self.toxic_flows = 0
         self.sources = {"private": 0, "untrusted": 0}
+        #: the histories in the replicas' shared store, when there is one (bound to the gateway's)
+        self.shared: SharedChains | None = None
 
     def bind(self, gateway: GatewayView) -> None:
+        if isinstance(gateway.state, RedisStateStore):
+            # Replicas share the histories, and the wall clock (a monotonic one is per process).
+            self.tracker.clock = time.time
+            self.shared = SharedChains(gateway.state, self.tracker)
         if not self.config.workspace:
             # the servers' declared roots are workspace too
             for upstream in gateway.servers.values():
@@ -139,12 +155,19 @@ class ChainStage(Stage):
         args = arguments(ctx)
         facts = classify(ctx.target, args, describe_tool(ctx))
         self._pending[id(ctx)] = facts
-        sid, label = ctx.session.id, f"{ctx.server}/{ctx.target}"
+        sid, label = flow_key(ctx), f"{ctx.server}/{ctx.target}"
+        if self.shared is not None:
+            self.shared.load(sid)
         event = kill_chain_event(facts, _size_hint(args))
         state, alert = self.tracker.advance(sid, event, label)
+        if event and self.shared is not None:
+            self.shared.save(sid)
         note: dict[str, Any] = {"state": state}
         if event:
             note["event"] = event
+        trace = _traceparent(ctx)
+        if trace is not None:
+            note["traceparent"] = trace
         ctx.notes["chain"] = note
         if alert and self.config.killChain:
             self.kill_chain_blocks += 1
@@ -212,7 +235,9 @@ class ChainStage(Stage):
         evidence = self._evidence.pop(id(ctx), None)
         if facts is None or ctx.outcome != "ok" or ctx.server is None:
             return
-        sid, label = ctx.session.id, f"{ctx.server}/{ctx.target}"
+        sid, label = flow_key(ctx), f"{ctx.server}/{ctx.target}"
+        if self.shared is not None:
+            self.shared.load(sid)
         self.tracker.name(sid, _destinations(facts, arguments(ctx)))
         server = ctx.server
         private = facts.private_source
@@ -243,6 +268,8 @@ class ChainStage(Stage):
             size = ctx.bytes_out or sum(len(t) for _, _, t in strings(ctx.response.get("result")))
             if size > LARGE_READ_BYTES:
                 self.tracker.advance(sid, "LARGE_FILE_READ", label)
+        if self.shared is not None:
+            self.shared.save(sid)
         self._prune(ctx)
 
     def _prune(self, ctx: RequestContext) -> None:
@@ -258,6 +285,21 @@ class ChainStage(Stage):
     def status(self) -> dict[str, Any]:
         return {"kill_chain_blocks": self.kill_chain_blocks, "toxic_flows": self.toxic_flows,
                 "sources": dict(self.sources), "sessions": self.tracker.states()}
+
+
+def flow_key(ctx: RequestContext) -> str:
+    """The history a call joins: its session's (handshake era), or its principal's and agent's
+    (2026-07-28: no session, and `clientInfo` is the client's to say)."""
+    s = ctx.session
+    if s.protocol_version in MODERN_VERSIONS:
+        return f"modern:{s.principal}:{s.agent}"
+    return s.id
+
+
+def _traceparent(ctx: RequestContext) -> str | None:
+    meta = ctx.params.get("_meta")
+    value = meta.get("traceparent") if isinstance(meta, dict) else None
+    return value[:64] if isinstance(value, str) else None
 
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,63}")
