@@ -68,7 +68,11 @@ async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str
         built = build_gateway(
             home,
             POLICY,
-            {"modern": MODERN_STDIO, "mhttp": {"url": url, "type": "http"}, "legacy": EVERYTHING},
+            {
+                "modern": {**MODERN_STDIO, "roots": ["/workspace"]},
+                "mhttp": {"url": url, "type": "http"},
+                "legacy": EVERYTHING,
+            },
             auth=True,
         )
         async with serve_http(built) as base:
@@ -307,3 +311,29 @@ async def test_a_modern_servers_list_change_reaches_a_legacy_client_through_the_
             await changed.wait()
         assert f"{server}__{name}" in {t.name for t in (await c.list_tools()).tools}
         assert text(await c.call_tool(f"{server}__{name}", {})) == "grown"
+
+
+async def sampled(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="sampled ok"), model="m", stop_reason="endTurn"
+    )
+
+
+async def client_roots(context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///home/alice/.ssh")])
+
+
+async def test_a_legacy_client_samples_for_a_modern_server_and_its_roots_stay_the_configured_ones(
+    gw: dict[str, Any],
+) -> None:
+    async with client(gw, "legacy", sampling_callback=sampled, list_roots_callback=client_roots) as c:
+        assert text(await c.call_tool("modern__summarize", {"topic": "eras"})) == "summary: sampled ok"
+        # roots/list is answered from the server's configuration, never by a client (issue 22)
+        assert json.loads(text(await c.call_tool("modern__where", {}))) == ["file:///workspace"]
+
+
+async def test_sampling_for_a_modern_server_is_refused_when_the_policy_forbids_it(tmp_path: Path) -> None:
+    async with running(tmp_path, POLICY + "allowSampling: false\n", {"modern": MODERN_STDIO}) as gw:
+        answer = await gw.call("modern__summarize", {"topic": "eras"})
+    assert answer["error"]["code"] == -32001
+    assert "sampling is disabled by policy" in answer["error"]["message"]

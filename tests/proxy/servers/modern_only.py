@@ -12,7 +12,8 @@ and the rest goes to the SDK's modern single-exchange entry.
 Tools: `add` (numbers), `leak` (a result holding an AWS key id), `drop_table` (for a deny
 rule), `ask_name` (asks for the user's name with an InputRequiredResult, then greets whoever
 the answer names), `count_calls` (how many calls the process served), `grow` (adds a tool and
-tells `subscriptions/listen` streams that the tool list changed).
+tells `subscriptions/listen` streams that the tool list changed), `summarize` (asks the client's
+model: sampling in an InputRequiredResult), `where` (asks for the client's roots).
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import (
     CallToolResult,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
     ElicitRequest,
     ElicitRequestFormParams,
     InputRequiredResult,
+    ListRootsRequest,
+    SamplingMessage,
     TextContent,
 )
 
@@ -103,6 +108,29 @@ async def ask_name(greeting: str, ctx: Context) -> CallToolResult | InputRequire
     return CallToolResult(
         content=[TextContent(text=f"{greeting}, {name} (state {ctx.request_state}, action {dumped.get('action')})")]
     )
+
+
+@server.tool()
+async def summarize(topic: str, ctx: Context) -> CallToolResult | InputRequiredResult:
+    """Summarize a topic with the client's model (a sampling request in an InputRequiredResult)."""
+    answer = (ctx.input_responses or {}).get("llm")
+    if answer is None:
+        message = SamplingMessage(role="user", content=TextContent(text=f"Summarize {topic}"))
+        return InputRequiredResult(
+            input_requests={"llm": CreateMessageRequest(params=CreateMessageRequestParams(messages=[message], max_tokens=50))}
+        )
+    dumped: dict[str, Any] = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return CallToolResult(content=[TextContent(text=f"summary: {(dumped.get('content') or {}).get('text')}")])
+
+
+@server.tool()
+async def where(ctx: Context) -> CallToolResult | InputRequiredResult:
+    """The roots the client gives when asked (a roots/list request in an InputRequiredResult)."""
+    answer = (ctx.input_responses or {}).get("roots")
+    if answer is None:
+        return InputRequiredResult(input_requests={"roots": ListRootsRequest()})
+    dumped: dict[str, Any] = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return CallToolResult(content=[TextContent(text=json.dumps([r["uri"] for r in dumped.get("roots", [])]))])
 
 
 async def _stdio() -> None:
