@@ -60,6 +60,8 @@ class Inflight:
     server: str | None
     upstream_id: RequestId | None = None
     task: asyncio.Task[Any] | None = None
+    #: its RequestContext, for what joins the call's ledger row later (the input rounds, _mrtr)
+    ctx: Any = None
 
 
 @dataclass

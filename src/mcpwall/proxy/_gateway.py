@@ -312,7 +312,7 @@ class Gateway:
         ctx = RequestContext(self, session, msg, msg["method"], msg["id"], params, emit=emit, bytes_in=bytes_in,
                              trace_headers=trace_headers)
         task = asyncio.current_task()
-        session.inflight[ctx.id] = Inflight(server=None, task=task)
+        session.inflight[ctx.id] = Inflight(server=None, task=task, ctx=ctx)
         try:
             try:
                 self.router.route(ctx)

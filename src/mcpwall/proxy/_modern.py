@@ -247,8 +247,13 @@ class ModernSessions:
             inner = {**msg, "id": f"{original}#{next(self._dups)}"}
         status: list[int] = []
 
+        mrtr = self.gateway.traffic.mrtr
+
         async def call(emit: Any) -> Message | None:
-            answer = await self.gateway.handle_request(session, inner, emit, bytes_in=size)
+            if mrtr.applies(inner):  # a call that may take input rounds (_mrtr.py)
+                answer = await mrtr.serve(session, inner, emit, size)
+            else:
+                answer = await self.gateway.handle_request(session, inner, emit, bytes_in=size)
             if answer is not None:
                 if inner is not msg:
                     answer = {**answer, "id": original}

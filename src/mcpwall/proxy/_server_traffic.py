@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwall.pipeline import Emit, ServerRequest, Session
 from mcpwall.protocol import ErrorCode, Message, error, notification, result
 from mcpwall.proxy._listen import ListenHub
+from mcpwall.proxy._mrtr import Holds
 from mcpwall.proxy._requests import Pending, UpstreamError
 from mcpwall.proxy._upstream import UpstreamServer
 
@@ -41,6 +42,8 @@ class ServerTraffic:
         self._refreshing: dict[tuple[str, str], bool] = {}
         #: the modern clients' `subscriptions/listen` streams (fed by catalog refreshes and resources/updated)
         self.listen = ListenHub(gateway)
+        #: modern clients' calls that may take input rounds (multi round-trip requests)
+        self.mrtr = Holds(gateway)
 
     async def client_response(self, session: Session, msg: Message) -> None:
         rid = msg.get("id")
@@ -108,6 +111,8 @@ class ServerTraffic:
             await upstream.respond(error(uid, ErrorCode.BLOCKED, "Blocked by mcpwall: sampling is disabled by policy",
                                          {"reasons": ["allowSampling: false"]}))
             return
+        if await self.mrtr.claim(upstream, msg, pending):
+            return  # a modern client's call: asked in its InputRequiredResult
         target = self.target_session(upstream, pending, _CAPABILITY_FOR.get(method))
         if target is None:
             log.warning("[%s] %s refused: no single calling client that declared it could be told apart",

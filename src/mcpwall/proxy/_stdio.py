@@ -112,7 +112,11 @@ class StdioFrontend:
 
     async def _request(self, session: Session, msg: Message, size: int) -> None:
         try:
-            response = await self.gateway.handle_request(session, msg, None, bytes_in=size)
+            mrtr = self.gateway.traffic.mrtr
+            if mrtr.applies(msg):  # a modern client's call that may take input rounds (_mrtr.py)
+                response = await mrtr.serve(session, msg, None, size)
+            else:
+                response = await self.gateway.handle_request(session, msg, None, bytes_in=size)
         except asyncio.CancelledError:
             return
         if response is not None:

@@ -1,0 +1,396 @@
+"""Multi round-trip requests for modern clients: a server's mid-call question held, asked, answered.
+
+A 2026-07-28 client has no channel for a server's requests: it sends a
+`tools/call` (or `prompts/get`, `resources/read`), and a server that needs input
+answers it with an `InputRequiredResult`; the client asks its user or model and
+retries the same request with `inputResponses` and the echoed `requestState`.
+A legacy upstream instead sends `sampling/createMessage` or `elicitation/create`
+mid-call and waits (a modern upstream's own InputRequiredResult arrives in the
+same form, from `_bridge`). The gateway joins the two:
+
+- `Holds.serve` runs a modern client's call as a background task (the whole
+  pipeline, once: policy and its approval, the upstream call, the response
+  side, one ledger row) and answers the POST with whichever comes first: the
+  call's result, or the upstream's questions as an `InputRequiredResult`.
+  `Holds.claim`, called by `_server_traffic` for every server request before
+  the legacy routing, takes a question whose call is held (`roots/list` is
+  answered by the gateway before that, never by a client; sampling is refused
+  there when `allowSampling` is false). The question leaves DLP-masked, keyed
+  `mcpwall-N`; one the client did not declare the capability for is refused
+  to the server as the legacy path refuses it.
+- The retry: its `requestState` (protocol/mrtr.py: HMAC under a key this
+  process made at start, over the hold, the round, the expiry, the principal's
+  tag and a digest of the call) must be this gateway's, unedited, unexpired,
+  of the principal now calling, of the current round, and for the same method,
+  name and arguments: the call that was decided and, under `ask`, approved; a
+  changed call is a new one and is refused here. Then
+  `police_input_responses` decides each answer (`allowSampling`, the client
+  answer hooks: honeytoken tripwire, DLP's exfiltration check), the upstream
+  gets the answer or the gateway's refusal, and the POST waits for the result
+  or the next questions. An answer for a key never asked is ignored (mrtr.mdx:
+  a server ignores what it does not recognise), so a question left unanswered
+  is asked again.
+- Bounds: a hold waits `ttl_s` (120 s) for its retry, then the questions are
+  refused to the server and the call is cancelled (its ledger row says so);
+  a later retry gets "expired". A principal has at most `cap` (16) calls waiting
+  for its input; more questions are refused to their servers.
+
+The call's ledger row carries `notes.mrtr`: rounds, the questions, the answers
+passed and withheld (with why), keys ignored, expiry. Holds live in this
+process (the upstream's pending call does), so the key needs no file: a state
+minted before a restart names no hold either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mcpwall.pipeline import Emit, Session
+from mcpwall.protocol import ErrorCode, Message, RequestId, error
+from mcpwall.protocol.modern import CLIENT_CAPABILITIES_META_KEY, finish, is_modern
+from mcpwall.protocol.mrtr import (
+    CAPABILITY_OF,
+    INPUT_REQUIRED_METHODS,
+    Claims,
+    InvalidState,
+    call_digest,
+    input_required,
+    retry_parts,
+    seal,
+    unseal,
+)
+from mcpwall.protocol.naming import split
+
+if TYPE_CHECKING:
+    from mcpwall.proxy._gateway import Gateway
+    from mcpwall.proxy._requests import Pending
+    from mcpwall.proxy._upstream import UpstreamServer
+
+log = logging.getLogger("mcpwall.mrtr")
+
+#: How long a held call waits for the client's retry.
+HOLD_TTL_S = 120.0
+#: Calls of one principal that may wait for its input at once.
+MAX_WAITING = 16
+#: Questions a server sends together (several elicitations at once) join one InputRequiredResult.
+_BATCH_S = 0.02
+
+
+@dataclass(frozen=True)
+class Policed:
+    """What the gateway makes of a client's `inputResponses`: per asked key, the JSON-RPC answer for
+    the server (`result`: the client's answer; `error`: the gateway's refusal), the refusals with
+    their reasons, and the keys nobody asked (never forwarded)."""
+
+    replies: dict[str, Message]
+    withheld: list[dict[str, str]]
+    ignored: list[str]
+
+
+def police_input_responses(gateway: Gateway, session: Session, asked: Mapping[str, str],
+                           responses: Mapping[str, Any]) -> Policed:
+    """Decide a client's answers to a server's input requests as the legacy answers are decided.
+
+    `asked` maps each key the server's requests were given to their method; `responses` is the
+    client's `inputResponses`. A sampling answer is refused while `allowSampling` is false; every
+    answer passes the pipeline's client-answer hooks (the honeytoken tripwire, DLP's check for a
+    secret this session was shown) and is refused with BLOCKED (-32001) when one objects. Keys
+    not in `asked` are returned in `ignored`. Used for modern clients' retries here and for any
+    other direction that must decide an `inputResponses` dict.
+    """
+    replies: dict[str, Message] = {}
+    withheld: list[dict[str, str]] = []
+    ignored: list[str] = []
+    for key, value in responses.items():
+        method = asked.get(key)
+        if method is None:
+            ignored.append(str(key)[:100])
+            continue
+        why: str | None
+        if not isinstance(value, dict):
+            why = "the answer is not an object"
+        elif method == "sampling/createMessage" and not gateway.policy.current.allow_sampling:
+            why = "sampling is disabled by policy (allowSampling: false)"
+        else:
+            why = gateway.pipeline.client_answer(session, {"jsonrpc": "2.0", "id": key, "result": value})
+        if why is None:
+            replies[key] = {"jsonrpc": "2.0", "id": key, "result": value}
+            continue
+        log.warning("session %s: %s answer withheld from the server: %s", session.id[:8], method, why)
+        withheld.append({"key": str(key), "method": method, "reason": why})
+        replies[key] = error(key, ErrorCode.BLOCKED, "Blocked by mcpwall: " + why, {"reasons": [why]})
+    return Policed(replies, withheld, ignored)
+
+
+@dataclass
+class _Asked:
+    """One question of a server, waiting for the client's answer."""
+
+    upstream: UpstreamServer
+    uid: RequestId
+    method: str
+    request: Message
+
+
+@dataclass(eq=False)
+class Hold:
+    """One modern client's call that may need its input: the task running it, its open questions."""
+
+    session: Session
+    rid: RequestId
+    method: str
+    digest: str
+    caps: dict[str, Any]
+    id: str = field(default_factory=lambda: secrets.token_urlsafe(12))
+    asked: dict[str, _Asked] = field(default_factory=dict)
+    round: int = 0
+    task: asyncio.Task[Message | None] | None = None
+    #: the emit of the POST being answered now (progress and log lines go there)
+    live: Emit | None = None
+    busy: bool = False
+    waiting: bool = False
+    expiry: asyncio.TimerHandle | None = None
+    ctx: Any = None
+    notes: dict[str, Any] = field(default_factory=lambda: {"rounds": 0, "asked": [], "answered": [],
+                                                           "withheld": [], "ignored": []})
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _keys: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def principal(self) -> str:
+        return self.session.principal
+
+    async def relay(self, msg: Message) -> None:
+        """What the server sends on the call's way (progress, log lines): to the POST being answered,
+        or, on stdio, to the client outside any request; dropped between an HTTP client's rounds."""
+        if self.live is not None:
+            await self.live(msg)
+        elif self.session.kind != "http":
+            await self.session.push(msg)
+
+    def note(self) -> None:
+        """The call's ledger row carries the rounds (its context, once the gateway made it)."""
+        if self.ctx is None:
+            inflight = self.session.inflight.get(self.rid)
+            self.ctx = getattr(inflight, "ctx", None)
+            if self.ctx is not None:
+                self.ctx.notes["mrtr"] = self.notes
+
+
+class Holds:
+    """One gateway's held calls (`ServerTraffic.mrtr`), by call and by hold id."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+        self.key = secrets.token_bytes(32)
+        self.ttl_s = HOLD_TTL_S
+        self.cap = MAX_WAITING
+        self._by_call: dict[tuple[str, RequestId | None], Hold] = {}
+        self._by_id: dict[str, Hold] = {}
+        self.counts = {"held": 0, "rounds": 0, "withheld": 0, "expired": 0, "refused_states": 0}
+
+    @staticmethod
+    def applies(msg: Message) -> bool:
+        """Whether a request is a modern client's call that may take input rounds."""
+        return msg.get("method") in INPUT_REQUIRED_METHODS and is_modern(msg.get("params"))
+
+    async def serve(self, session: Session, msg: Message, emit: Emit | None, size: int = 0) -> Message | None:
+        """Answer a modern client's call or retry: the result, or the next InputRequiredResult."""
+        params = msg["params"]
+        rest, responses, state = retry_parts(params)
+        if state is None and responses is None:
+            return await self._first(session, msg, emit, size)
+        try:
+            hold = self._verify(session, msg, rest, responses, state)
+        except InvalidState as exc:
+            self.counts["refused_states"] += 1
+            log.warning("session %s: retry of %s refused: %s", session.id[:8], msg["method"], exc.detail)
+            name = rest.get("name")
+            parts = split(name) if session.server is None and isinstance(name, str) else None
+            await self.gw.refused(msg, exc.code, exc.message, session=session,
+                                  server=session.server or (parts[0] if parts else None))
+            return exc.to_message()
+        return await self._resume(hold, msg, responses or {}, emit)
+
+    async def _first(self, session: Session, msg: Message, emit: Emit | None, size: int) -> Message | None:
+        params = msg["params"]
+        caps = params["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
+        hold = Hold(session, msg["id"], msg["method"], call_digest(msg["method"], params),
+                    caps if isinstance(caps, dict) else {})
+        self._by_call[(session.id, hold.rid)] = hold
+        self._by_id[hold.id] = hold
+        hold.task = asyncio.ensure_future(self.gw.handle_request(session, msg, hold.relay, bytes_in=size))
+        hold.task.add_done_callback(lambda _t: self._finished(hold))
+        return await self._round(hold, msg["id"], emit)
+
+    def _verify(self, session: Session, msg: Message, rest: dict[str, Any], responses: Any, state: Any) -> Hold:
+        rid = msg["id"]
+        if state is None:
+            raise InvalidState("inputResponses without requestState: the gateway asked nothing of this "
+                               "request; echo the requestState of the InputRequiredResult", rid, "missing")
+        claims = unseal(self.key, state, session.principal, int(time.time() * 1000), rid)
+        hold = self._by_id.get(claims.hold)
+        if hold is None or hold.task is None or hold.task.done():
+            raise InvalidState("No call is held for this requestState: it finished, expired or was given "
+                               "up; call the tool again", rid, "unknown")
+        if hold.principal != session.principal:
+            raise InvalidState("Invalid requestState: it was issued to another principal", rid, "principal")
+        if call_digest(msg["method"], rest) != claims.digest or claims.digest != hold.digest:
+            raise InvalidState("This retry's name or arguments differ from the call the requestState belongs "
+                               "to (the call that was decided and approved); a changed call is a new call: "
+                               "send it without requestState", rid, "call")
+        if claims.round != hold.round:
+            raise InvalidState("Stale requestState: a later round of this call was issued; echo the last "
+                               "one", rid, "stale")
+        if hold.busy:
+            raise InvalidState("A retry of this call is already being answered", rid, "busy")
+        if not isinstance(responses, dict | None):
+            raise InvalidState("inputResponses must be an object keyed by the inputRequests keys", rid,
+                               "responses")
+        return hold
+
+    async def _resume(self, hold: Hold, msg: Message, responses: dict[str, Any], emit: Emit | None) -> Message | None:
+        hold.busy = True
+        hold.waiting = False
+        if hold.expiry is not None:
+            hold.expiry.cancel()
+        policed = police_input_responses(self.gw, hold.session, {k: a.method for k, a in hold.asked.items()},
+                                         responses)
+        hold.notes["ignored"].extend(policed.ignored)
+        hold.notes["withheld"].extend(policed.withheld)
+        self.counts["withheld"] += len(policed.withheld)
+        for key, reply in policed.replies.items():
+            asked = hold.asked.pop(key)
+            if "result" in reply:
+                hold.notes["answered"].append({"key": key, "method": asked.method})
+            await asked.upstream.respond({**reply, "id": asked.uid})
+        return await self._round(hold, msg["id"], emit)
+
+    async def _round(self, hold: Hold, rid: RequestId, emit: Emit | None) -> Message | None:
+        """Wait for the call's result or its next questions, and answer this POST with it."""
+        assert hold.task is not None
+        hold.live, hold.busy, hold.waiting = emit, True, False
+        try:
+            while True:
+                if hold.task.done():
+                    return self._final(hold, rid)
+                if hold.asked:
+                    await asyncio.sleep(_BATCH_S)
+                    if not hold.task.done():
+                        return self._ask(hold, rid)
+                    continue
+                hold.changed.clear()
+                waiter = asyncio.ensure_future(hold.changed.wait())
+                try:
+                    await asyncio.wait({hold.task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    waiter.cancel()
+        except asyncio.CancelledError:
+            if not hold.waiting:
+                hold.task.cancel()  # the client went away mid-call, as a legacy client cancelling it
+            raise
+        finally:
+            hold.live, hold.busy = None, False
+
+    def _final(self, hold: Hold, rid: RequestId) -> Message | None:
+        task = hold.task
+        assert task is not None
+        if task.cancelled():
+            why = "the client did not answer in time" if hold.notes.get("expired") else "the call was cancelled"
+            return error(rid, ErrorCode.INTERNAL_ERROR, f"mcpwall: {why}")
+        if task.exception() is not None:
+            return error(rid, ErrorCode.INTERNAL_ERROR, f"mcpwall: the call failed: {task.exception()}")
+        answer = task.result()
+        return None if answer is None else {**answer, "id": rid}
+
+    def _ask(self, hold: Hold, rid: RequestId) -> Message:
+        hold.round += 1
+        self.counts["rounds"] += 1
+        self.counts["held"] += hold.round == 1
+        hold.notes["rounds"] = hold.round
+        expires = int((time.time() + self.ttl_s) * 1000)
+        state = seal(self.key, Claims(hold.id, hold.round, expires, hold.digest), hold.principal)
+        hold.waiting = True
+        hold.expiry = asyncio.get_running_loop().call_later(self.ttl_s, self._expire, hold)
+        requests = {k: a.request for k, a in hold.asked.items()}
+        return finish(hold.method, input_required(rid, requests, state))
+
+    async def claim(self, upstream: UpstreamServer, msg: Message, pending: Pending | None) -> bool:
+        """Take a server's request (sampling, elicitation) whose call is a held modern client's: it is
+        asked in that call's InputRequiredResult. False when it belongs to no held call."""
+        hold = self._hold_for(upstream, pending)
+        if hold is None:
+            return False
+        method, uid = msg["method"], msg["id"]
+        capability = CAPABILITY_OF.get(method)
+        if capability is None or capability not in hold.caps:
+            await upstream.respond(error(uid, ErrorCode.METHOD_NOT_FOUND, f"mcpwall cannot route {method}: the "
+                                         "calling client did not declare it"))
+            return True
+        if not hold.asked and not hold.waiting and self._waiting(hold.principal) >= self.cap:
+            log.warning("[%s] %s refused: %d calls of this client already wait for its input",
+                        upstream.name, method, self.cap)
+            await upstream.respond(error(uid, ErrorCode.BLOCKED, "Blocked by mcpwall: too many calls of this "
+                                         "client are waiting for its input"))
+            return True
+        key = f"mcpwall-{next(hold._keys)}"
+        masked = self.gw.messages.mask(hold.session.id, msg)
+        request: Message = {"method": method}
+        if "params" in masked:
+            request["params"] = masked["params"]
+        hold.asked[key] = _Asked(upstream, uid, method, request)
+        hold.notes["asked"].append({"key": key, "method": method, "server": upstream.name})
+        hold.note()
+        hold.changed.set()
+        return True
+
+    def _hold_for(self, upstream: UpstreamServer, pending: Pending | None) -> Hold | None:
+        if not self._by_call:
+            return None
+        if pending is not None:
+            return self._by_call.get((pending.session_id or "", pending.downstream_id))
+        # A stdio upstream does not say whose call a request is: it is the held call's only when that
+        # call is all one session has in flight to this server and no other session has any.
+        found: set[Hold | None] = set()
+        for p in upstream.pending.values():
+            if p.session_id in self.gw.sessions:
+                found.add(self._by_call.get((p.session_id, p.downstream_id)))
+        hold = found.pop() if len(found) == 1 else None
+        return hold
+
+    def _waiting(self, principal: str) -> int:
+        return sum(1 for h in self._by_id.values() if h.principal == principal and (h.waiting or h.asked))
+
+    def _expire(self, hold: Hold) -> None:
+        """No retry came in time: the questions are refused to the server and the call ends."""
+        if hold.busy or hold.task is None or hold.task.done():
+            return
+        self.counts["expired"] += 1
+        hold.notes["expired"] = True
+        log.warning("session %s: a held %s expired after %.0f s without the client's retry",
+                    hold.session.id[:8], hold.method, self.ttl_s)
+        for asked in hold.asked.values():
+            self.gw.spawn(asked.upstream.respond(error(asked.uid, ErrorCode.INTERNAL_ERROR, "mcpwall: the client "
+                                                       "did not answer in time")))
+        hold.asked.clear()
+        hold.task.cancel()
+
+    def _finished(self, hold: Hold) -> None:
+        if hold.expiry is not None:
+            hold.expiry.cancel()
+        self._by_call.pop((hold.session.id, hold.rid), None)
+        self._by_id.pop(hold.id, None)
+        hold.changed.set()
+
+    def status(self) -> dict[str, Any]:
+        return {**self.counts, "holding": len(self._by_id)}
+
+
+__all__ = ["HOLD_TTL_S", "MAX_WAITING", "Hold", "Holds", "Policed", "police_input_responses"]
