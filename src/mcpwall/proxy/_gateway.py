@@ -58,8 +58,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpwall.gateway")
 
 
-
-
 @dataclass
 class GatewayOptions:
     ready_timeout_s: float = 90.0
@@ -338,7 +336,8 @@ class Gateway:
                 self._count_call(ctx.outcome)
             if ctx.response is not None and self.taps:
                 self.tap(session, "out", ctx.response)
-            await self.pipeline.complete(ctx)
+            if not self.router.tasks.holds(ctx):  # a task's call completes with its result (_tasks.py)
+                await self.pipeline.complete(ctx)
 
     def _cancel_upstream(self, inflight: Inflight, reason: str) -> None:
         if inflight.server and inflight.upstream_id is not None and inflight.server in self.servers:

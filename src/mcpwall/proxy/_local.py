@@ -29,6 +29,7 @@ from mcpwall.protocol import LATEST_VERSION, SUPPORTED_VERSIONS, ErrorCode, Mess
 from mcpwall.protocol.modern import ALL_VERSIONS, SERVER_INFO, SERVER_INFO_META_KEY, is_modern
 from mcpwall.protocol.naming import qualify
 from mcpwall.proxy._requests import UpstreamError
+from mcpwall.proxy._task_shapes import legacy_capability, modern_extensions
 from mcpwall.proxy._upstream import UpstreamServer
 from mcpwall.stages import RequestContext
 
@@ -69,6 +70,7 @@ async def _initialize(gw: Gateway, ctx: RequestContext) -> Message:
         caps_out["prompts"] = {"listChanged": True}
     if any("completions" in c for c in upstream_caps):
         caps_out["completions"] = {}
+    caps_out.update(legacy_capability(upstream_caps))  # tasks: the gateway maps and lists them
     names = ", ".join(gw.servers) or "none"
     return result(ctx.id, {
         "protocolVersion": version,
@@ -182,13 +184,14 @@ async def _discover(gw: Gateway, ctx: RequestContext) -> Message:
             return error(ctx.id, ErrorCode.UPSTREAM_ERROR,
                          f"upstream {upstream.name!r} is not available: {upstream.last_error}",
                          {"server": upstream.name, "reason": "unavailable"})
-        caps = _modern_capabilities([upstream.capabilities])
+        caps = {**_modern_capabilities([upstream.capabilities]), **modern_extensions([upstream.capabilities], True)}
         given = upstream.init_result.get("instructions")
         instructions = given if isinstance(given, str) else None
     else:
         # As `initialize` declares them: tools always (the gateway lists its own when none are up).
         # The gateway's own tools list changes as upstreams come and go: listChanged always.
-        caps = {**_modern_capabilities([s.capabilities for s in gw.servers.values()])}
+        every = [s.capabilities for s in gw.servers.values()]
+        caps = {**_modern_capabilities(every), **modern_extensions(every, False)}
         caps["tools"] = {**caps.get("tools", {}), "listChanged": True}
         names = ", ".join(gw.servers) or "none"
         instructions = f"mcpwall gateway. Tools and prompts are named server__name. Servers: {names}."

@@ -79,6 +79,12 @@ class Pipeline:
                 ctx.error_message = str(err.get("message")) if isinstance(err, dict) else str(err)
             else:
                 ctx.outcome = "ok"
+        return await self.respond(ctx, response)
+
+    async def respond(self, ctx: RequestContext, response: Message) -> Message:
+        """The response hooks over one answer (a task's result comes back later: `_tasks.py`)."""
+        clock = time.perf_counter
+        timings = self.timings
         t0 = clock()
         for stage in self._response:
             try:

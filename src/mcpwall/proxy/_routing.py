@@ -36,6 +36,7 @@ from mcpwall.protocol.naming import resource_owner, split
 from mcpwall.proxy._local import ALWAYS_LOCAL, LOCAL
 from mcpwall.proxy._requests import UpstreamError
 from mcpwall.proxy._server_messages import CLIENT_CAPABILITIES_META
+from mcpwall.proxy._tasks import TASK_METHODS, Tasks
 from mcpwall.proxy._upstream import UpstreamServer
 from mcpwall.stages import RequestContext
 
@@ -59,6 +60,8 @@ class Router:
 
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
+        #: task ids mapped per server and bound to their principal; task results policed (_tasks.py)
+        self.tasks = Tasks(gateway)
 
     def route(self, ctx: RequestContext) -> None:
         """Resolve which upstream a request goes to, and the name it knows the target by."""
@@ -75,6 +78,9 @@ class Router:
             # A notification's name sent as a request would reach the server as one (roots/list_changed
             # with an id): what the gateway does with a client's notifications applies to it either way.
             raise ProtocolError(ErrorCode.INVALID_REQUEST, f"{method} is a notification: it takes no id", ctx.id)
+        if method in TASK_METHODS:
+            self.tasks.route(ctx)
+            return
         if method not in ROUTED:
             ctx.server = session.server if method not in ALWAYS_LOCAL else None
             return
@@ -135,6 +141,8 @@ class Router:
         return parts
 
     async def dispatch(self, ctx: RequestContext) -> Message | None:
+        if ctx.method in TASK_METHODS:
+            return await self.tasks.dispatch(ctx)
         local = LOCAL.get(ctx.method)
         if local is not None and (ctx.session.aggregated or ctx.method in ALWAYS_LOCAL):
             return await local(self.gw, ctx)
@@ -169,6 +177,8 @@ class Router:
             params = legacy_params(params)  # every upstream speaks the handshake era (opened by initialize)
         elif meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
             params = self.gw.messages.own_capabilities(upstream.name, params)
+        if ctx.method == "tools/call":
+            params = self.tasks.outbound(ctx, upstream, params)
         inflight = ctx.session.inflight.get(ctx.id)
         try:
             response = await upstream.request(ctx.method, params, timeout=timeout, session_id=ctx.session.id,
@@ -190,6 +200,8 @@ class Router:
         response["id"] = ctx.id
         if "result" in response:
             self._after_forward(ctx, upstream, response)
+            if ctx.method == "tools/call":
+                response = self.tasks.created(ctx, upstream, response)
         elif modern:
             response = upstream_error(response, upstream.name)
         return response

@@ -145,7 +145,7 @@ class ServerMessages:
             return error(response.get("id"), ErrorCode.UPSTREAM_ERROR, "the server answered with neither a result "
                          "nor an error", {"server": ctx.server, "reason": "invalid answer"})
         out: Message = {"jsonrpc": "2.0", "id": response.get("id"), key: response[key]}
-        if ctx.method in SCANNED or not self.gateway.pipeline.screens_server_messages:
+        if ctx.method in SCANNED or "policed" in ctx.notes or not self.gateway.pipeline.screens_server_messages:
             return out
         masked = self.gateway.pipeline.server_message(ctx.session.id, {"method": ctx.method,
                                                                        "params": {"body": out[key]}})

@@ -147,6 +147,8 @@ class ServerTraffic:
             for s in list(self.gw.sessions.values()):
                 if uri in s.subscriptions and s.server in (None, upstream.name):
                     self.gw.spawn(self.gw.messages.send(s.id, s, None, msg))
+        elif method == "notifications/tasks/status":
+            self.gw.router.tasks.status_notification(upstream, msg)
         elif method == "notifications/cancelled":
             rid = params.get("requestId")
             for s in list(self.gw.sessions.values()):
