@@ -162,8 +162,8 @@ async def test_progress_notifications_reach_the_caller(path: str, gw: GatewayPro
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_sampling_requests_are_answered_by_the_calling_client(path: str, gw: GatewayProcess) -> None:
-    # Server-to-client requests are the handshake era's (2026-07-28 has MRTR, issue 24 item 3): a legacy client
-    async with connect(path, gw, sampling_callback=_sampling, mode="legacy") as c:
+    # In the SDK's default mode: a 2026-07-28 client through the gateway gets them as input rounds (MRTR)
+    async with connect(path, gw, sampling_callback=_sampling) as c:
         result = await c.call_tool(namer(path)("trigger-sampling-request"), {"prompt": "say hi", "maxTokens": 20})
     assert not result.is_error
     assert "sampled ok" in str(result.content)
@@ -171,7 +171,7 @@ async def test_sampling_requests_are_answered_by_the_calling_client(path: str, g
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_elicitation_requests_are_answered_by_the_calling_client(path: str, gw: GatewayProcess) -> None:
-    async with connect(path, gw, elicitation_callback=_elicitation, mode="legacy") as c:
+    async with connect(path, gw, elicitation_callback=_elicitation) as c:
         result = await c.call_tool(namer(path)("trigger-elicitation-request"), {})
     assert not result.is_error
     assert "Ada" in str(result.content)
