@@ -47,7 +47,8 @@ class JwksVerifier:
                            scopes=scope.split() if isinstance(scope, str) else list(scope),
                            expires_at=int(claims["exp"]), resource=self.audience,
                            subject=str(claims.get("sub") or claims.get("username") or ""),
-                           claims={"iss": claims.get("iss"), "username": claims.get("username")})
+                           claims={"iss": claims.get("iss"),
+                                   "username": claims.get("preferred_username") or claims.get("username")})
 
 
 def build(port: int, issuer: str, jwks_uri: str, scope: str) -> MCPServer:

@@ -47,6 +47,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "mcpwall.cli._admin_mcp:mcp",
     "uninstall": "mcpwall.cli._init:uninstall",
     "status": "mcpwall.cli._status:status",
+    "login": "mcpwall.cli._login:login",
     "policy": "mcpwall.cli._policy:policy",
 }
 
@@ -69,6 +70,7 @@ SUMMARIES: dict[str, str] = {
     "import-observatory": "Convert mcp-observatory scan findings into suggested policy rules.",
     "init": "Scan, write policy.yaml, and route every client's MCP servers through mcpwall.",
     "inspect": "Scan tool definitions for poisoning and tool results for instructions aimed at the agent.",
+    "login": "Obtain (and store, encrypted) an OAuth token for a remote upstream that requires one.",
     "logs": "Query the ledger: one line per tools/call, newest first.",
     "mcp": "Serve the gateway's controls as MCP tools over stdin/stdout.",
     "pin": "Tool-definition pins: list them, accept a change, or forget a server.",

@@ -71,7 +71,7 @@ def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[
     from mcpwall.admin import register as register_admin
     from mcpwall.dashboard import register as register_dashboard
     from mcpwall.isolation import register as register_isolation
-    from mcpwall.oauth import register_resource_server
+    from mcpwall.oauth import register_resource_server, register_upstream_auth
     from mcpwall.proxy import GatewaySettings
     from mcpwall.relay import register as register_relay
 
@@ -80,6 +80,7 @@ def _settings(home: Path | None, policy_file: Path | None, servers_files: tuple[
     register_admin()      # /api/admin/
     register_dashboard()  # /ui, /api/ (when stages.notify.dashboard)
     register_resource_server()  # policy.yaml auth: (OAuth 2.1 resource server)
+    register_upstream_auth()  # remote upstreams' grants from `mcpwall login` (OAuth client)
 
     extra: dict[str, ServerSpec] = {}
     if discover:

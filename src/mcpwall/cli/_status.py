@@ -54,14 +54,26 @@ def _print(url: str, health: dict[str, Any], problems: list[str]) -> None:
                f"{policy.get('rules')} rules, {policy.get('reloads', 0)} reloads")
     for name, s in sorted((health.get("servers") or {}).items()):
         era = f"{s.get('era')} {s.get('protocol_version')}  " if s.get("era") else ""
+        auth = (s.get("authorization") or {}).get("state", "none")
         click.echo(f"upstream  {name}: {s.get('state')}  circuit {s.get('circuit')}  {s.get('tools')} tools  "
-                   f"{era}({s.get('transport')})")
+                   f"{era}({s.get('transport')})" + (f"  authorization: {auth}" if auth != "none" else ""))
     audit = (health.get("stages") or {}).get("audit") or {}
     if audit:
         click.echo(f"ledger    {audit.get('backend')} {audit.get('url') or ''}  head {audit.get('head') or '-'}  "
                    f"{'healthy' if audit.get('healthy', True) else 'NOT WRITABLE'}")
     for line in problems:
         click.echo(f"! {line}", err=True)
+
+
+def _authorization(home: Path, health: dict[str, Any]) -> None:
+    """Each upstream's OAuth authorization state (none / authorized until T / login required), from the
+    home's token store index (no secret is read)."""
+    from mcpwall.oauth import TokenStore, server_authorization
+
+    held = TokenStore(home).index()
+    for name, s in (health.get("servers") or {}).items():
+        if isinstance(s, dict):
+            s["authorization"] = server_authorization(held.get(name), s.get("last_error"))
 
 
 @click.command("status")
@@ -79,6 +91,7 @@ def status(url: str | None, token_file: Path | None, home: Path | None, as_json:
         raise MCPWallError(f"no gateway with an HTTP API is running for {resolve_home(home)} (none recorded in "
                            f"run/gateway.json); start `mcpwall proxy`, or pass --url")
     health = call_gateway(found, gateway_token(home, token_file), "GET", "/health")
+    _authorization(resolve_home(home), health)
     problems = findings(health)
     if as_json:
         print_json({"url": found, **health, "findings": problems})

@@ -10,11 +10,27 @@ for the HTTP frontend when policy.yaml's `auth:` names issuers (`_config`, `_jwk
 `_resource`); `register_resource_server()` attaches it to gateways as they are built (`_service`).
 """
 
-from mcpwall.oauth._auth import LoginRequired, UpstreamAuth, acting_for, current_principal, login_command
+from mcpwall.oauth._auth import (
+    LoginRequired,
+    UpstreamAuth,
+    acting_for,
+    current_principal,
+    login_command,
+    register_upstream_auth,
+    use_home,
+)
 from mcpwall.oauth._config import AuthConfig, parse_auth
 from mcpwall.oauth._resource import Principal, ResourceServer
 from mcpwall.oauth._service import register_resource_server
-from mcpwall.oauth._store import OWNER, SERVICE, Grant, TokenStore, TokenStoreError, authorization_state
+from mcpwall.oauth._store import (
+    OWNER,
+    SERVICE,
+    Grant,
+    TokenStore,
+    TokenStoreError,
+    authorization_state,
+    server_authorization,
+)
 
 __all__ = [
     "OWNER",
@@ -33,4 +49,7 @@ __all__ = [
     "login_command",
     "parse_auth",
     "register_resource_server",
+    "register_upstream_auth",
+    "server_authorization",
+    "use_home",
 ]

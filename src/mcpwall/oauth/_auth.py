@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
-import contextvars
 import logging
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -36,42 +34,49 @@ import httpx
 
 from mcpwall.errors import MCPWallError
 from mcpwall.oauth._store import OWNER, SERVICE, Grant, TokenStore, TokenStoreError
+from mcpwall.transports import TransportError
+from mcpwall.transports._principal import (
+    acting_for,
+    current_principal,
+    login_command,
+    login_required,
+    set_auth_factory,
+)
 
 log = logging.getLogger("mcpwall.upstream")
 
 REFRESH_MARGIN_S = 60.0
-_acting: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcpwall_upstream_principal", default=None)
 
 
-class LoginRequired(MCPWallError):
-    """The upstream needs an OAuth grant the gateway does not hold for this principal."""
+class LoginRequired(TransportError):
+    """The upstream needs an OAuth grant the gateway does not hold for this principal (a transport
+    error: the request is never sent, and fails with the login command)."""
 
     def __init__(self, server: str, principal: str | None, detail: str = "") -> None:
         self.server = server
         self.principal = principal
         self.command = login_command(server, principal)
-        who = f" for principal {principal!r}" if principal else ""
-        super().__init__(f"upstream {server!r} requires authorization{who}: run `{self.command}`"
-                         + (f" ({detail})" if detail else ""))
+        super().__init__(login_required(server, principal, detail))
 
 
-def login_command(server: str, principal: str | None) -> str:
-    return f"mcpwall login {server}" + (f" --principal {principal}" if principal else "")
+def use_home(home: Path) -> None:
+    """The gateway's home, whose grants its remote upstreams' transports carry."""
+    home = Path(home)
+    set_auth_factory(lambda server: UpstreamAuth(server, home))
 
 
-@contextlib.contextmanager
-def acting_for(principal: str) -> Iterator[None]:
-    """Requests sent upstream inside this block are made for `principal` (a Session's)."""
-    token = _acting.set(principal)
-    try:
-        yield
-    finally:
-        _acting.reset(token)
+def upstream_auth_service(settings: Any, gateway: Any) -> None:
+    """A `mcpwall.proxy.SERVICES` entry: a gateway being built gives its remote upstreams the grants of its
+    home (its upstreams connect after the services are made). No service of its own: returns None."""
+    use_home(settings.home)
 
 
-def current_principal() -> str | None:
-    """The principal of the request being sent, None for the gateway's own requests."""
-    return _acting.get()
+def register_upstream_auth() -> None:
+    """Give every gateway built from now on its home's upstream grants (idempotent)."""
+    from mcpwall.proxy import SERVICES
+
+    if upstream_auth_service not in SERVICES:
+        SERVICES.append(upstream_auth_service)
 
 
 class UpstreamAuth(httpx.Auth):
@@ -206,5 +211,16 @@ def grant_from_response(response: httpx.Response, previous: Grant) -> Grant:
         resource=previous.resource, client=previous.client)
 
 
-__all__ = ["REFRESH_MARGIN_S", "LoginRequired", "RenewalFailed", "UpstreamAuth", "acting_for", "current_principal",
-           "grant_from_response", "login_command", "renew"]
+__all__ = [
+    "REFRESH_MARGIN_S",
+    "LoginRequired",
+    "RenewalFailed",
+    "UpstreamAuth",
+    "acting_for",
+    "current_principal",
+    "grant_from_response",
+    "login_command",
+    "register_upstream_auth",
+    "renew",
+    "use_home",
+]

@@ -19,6 +19,7 @@ without the SDK (`_auth.renew`). Importing this module imports the SDK: only the
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,12 @@ from typing import Any
 import httpx2
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
 
 from mcpwall import __version__
 from mcpwall.oauth._device import device_login
@@ -91,10 +97,8 @@ async def _probe(url: str, auth: httpx2.Auth) -> None:
             raise LoginFailed(f"{url} still refuses the token (HTTP {response.status_code})")
         session = response.headers.get("mcp-session-id")
         if session:
-            try:
+            with contextlib.suppress(httpx2.HTTPError):
                 await http.delete(url, headers={**headers, "Mcp-Session-Id": session})
-            except httpx2.HTTPError:
-                pass
 
 
 def _grant(provider: OAuthClientProvider, held: _Held, kind: str, previous_scope: str | None) -> Grant:

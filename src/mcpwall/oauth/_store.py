@@ -312,4 +312,17 @@ def authorization_state(summary: dict[str, Any] | None, now: float | None = None
     return "authorized"
 
 
-__all__ = ["OWNER", "SERVICE", "Grant", "TokenStore", "TokenStoreError", "authorization_state", "key_dir"]
+def server_authorization(held: dict[str, dict[str, Any]] | None, last_error: str | None = None,
+                         now: float | None = None) -> dict[str, Any]:
+    """One upstream's authorization as `status` and the dashboard show it: the state of the grant the
+    gateway's own requests use (service, else owner), and each principal's."""
+    held = held or {}
+    own = held.get(SERVICE) or held.get(OWNER)
+    state = authorization_state(own, now)
+    if last_error and "requires authorization" in last_error:
+        state = "login required"
+    return {"state": state, "principals": {p: authorization_state(s, now) for p, s in sorted(held.items())
+                                           if p not in (OWNER, SERVICE)}}
+
+
+__all__ = ["OWNER", "SERVICE", "Grant", "TokenStore", "TokenStoreError", "authorization_state", "key_dir", "server_authorization"]

@@ -39,6 +39,7 @@ from mcpwall.proxy._server_messages import CLIENT_CAPABILITIES_META
 from mcpwall.proxy._tasks import TASK_METHODS, Tasks
 from mcpwall.proxy._upstream import UpstreamServer
 from mcpwall.stages import RequestContext
+from mcpwall.transports._principal import acting_for
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
@@ -181,10 +182,11 @@ class Router:
             params = self.tasks.outbound(ctx, upstream, params)
         inflight = ctx.session.inflight.get(ctx.id)
         try:
-            response = await upstream.request(ctx.method, params, timeout=timeout, session_id=ctx.session.id,
-                                              downstream_id=ctx.id, emit=ctx.emit,
-                                              on_sent=(lambda uid: setattr(inflight, "upstream_id", uid))
-                                              if inflight else None)
+            with acting_for(ctx.session.principal):  # whose upstream OAuth grant it carries (mcpwall.oauth)
+                response = await upstream.request(ctx.method, params, timeout=timeout, session_id=ctx.session.id,
+                                                  downstream_id=ctx.id, emit=ctx.emit,
+                                                  on_sent=(lambda uid: setattr(inflight, "upstream_id", uid))
+                                                  if inflight else None)
         except UpstreamError as exc:
             # A crash is counted once, when the connection is lost (UpstreamServer._on_closed),
             # not once more for every call that was in flight; a shutdown is no failure.

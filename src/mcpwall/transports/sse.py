@@ -25,7 +25,10 @@ log = logging.getLogger("mcpwall.upstream")
 
 class SseTransport:
     def __init__(self, url: str, headers: Mapping[str, str] | None = None, name: str = "",
-                 timeout: float = 300.0) -> None:
+                 timeout: float = 300.0, auth: httpx.Auth | None = None) -> None:
+        #: OAuth (mcpwall.oauth): the owner's or the service grant only, as the one SSE stream is one
+        #: session of one credential; a per-principal grant needs streamable HTTP
+        self.auth = auth
         self.url = url
         self.name = name
         self.description = f"sse: {url}"
@@ -37,7 +40,7 @@ class SseTransport:
         self._closed = False
 
     async def connect(self, on_message: OnMessage, on_closed: OnClosed) -> None:
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=self._timeout))
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=self._timeout), auth=self.auth)
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._stream(on_message, on_closed, ready))
         try:
@@ -52,6 +55,9 @@ class SseTransport:
         try:
             async with self._client.stream("GET", self.url, headers={"Accept": "text/event-stream",
                                                                        **self._headers}) as response:
+                if response.status_code == 401:
+                    raise TransportError(f"upstream {self.name!r} requires authorization: run "
+                                         f"`mcpwall login {self.name}` (the SSE endpoint answered 401)")
                 if response.status_code != 200:
                     raise TransportError(f"SSE endpoint answered HTTP {response.status_code}")
                 async for ev in events(response.aiter_lines(), MAX_MESSAGE_BYTES):
@@ -68,7 +74,7 @@ class SseTransport:
                         if isinstance(msg, dict):
                             on_message(msg, None)
             reason = TransportError("SSE stream ended")
-        except (httpx.HTTPError, ValueError, TransportError) as exc:
+        except (httpx.HTTPError, ValueError, TransportError) as exc:  # LoginRequired is a TransportError
             reason = exc if isinstance(exc, TransportError) else TransportError(f"SSE stream failed: {exc}")
         finally:
             if not ready.done():
@@ -82,7 +88,8 @@ class SseTransport:
             raise TransportClosed(f"{self.name}: connection closed")
         try:
             response = await self._client.post(self._endpoint, content=orjson.dumps(message),
-                                               headers={"Content-Type": "application/json", **self._headers})
+                                               headers={"Content-Type": "application/json", **self._headers},
+                                               extensions={"mcpwall_principal": None})
         except httpx.HTTPError as exc:
             raise TransportClosed(f"{self.name}: POST failed: {exc}") from exc
         if response.status_code >= 400:

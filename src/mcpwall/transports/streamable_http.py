@@ -27,6 +27,7 @@ import orjson
 
 from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, RequestId, error
 from mcpwall.protocol.modern import standard_headers
+from mcpwall.transports._principal import current_principal, login_required
 from mcpwall.transports._sse import events
 from mcpwall.transports.base import OnClosed, OnMessage, TransportClosed, TransportError
 
@@ -40,8 +41,16 @@ class StreamableHttpTransport:
     """One MCP session with a streamable-HTTP server."""
 
     def __init__(self, url: str, headers: Mapping[str, str] | None = None, name: str = "",
-                 timeout: float = 300.0) -> None:
+                 timeout: float = 300.0, auth: Any = None) -> None:
         self.url = url
+        #: the OAuth grants of this server (an httpx.Auth with `key_for(principal)`: mcpwall.oauth's
+        #: UpstreamAuth): the token of each request's principal
+        self.auth = auth
+        #: upstream session ids of principals whose grant is not the one the handshake used (a server
+        #: binds a session to the credential that opened it), and the handshake to open them with
+        self._principal_sessions: dict[str, str] = {}
+        self._opening: dict[str, asyncio.Lock] = {}
+        self._initialize: Message | None = None
         self.name = name
         self.description = f"streamable-http: {url}"
         self._headers = dict(headers or {})
@@ -61,9 +70,9 @@ class StreamableHttpTransport:
         self._on_message = on_message
         self._on_closed = on_closed
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=self._timeout),
-                                         follow_redirects=False)
+                                         follow_redirects=False, auth=self.auth)
 
-    def _request_headers(self, message: Message | None = None) -> dict[str, str]:
+    def _request_headers(self, message: Message | None = None, session_id: str | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
                    **self._headers}
         if message is not None:
@@ -72,8 +81,8 @@ class StreamableHttpTransport:
             name = params.get("name") if message.get("method") == "tools/call" and isinstance(params, dict) else None
             schema = self.schema_of(name) if self.schema_of is not None and isinstance(name, str) else None
             headers.update(standard_headers(message, schema))
-        if self.session_id:
-            headers["Mcp-Session-Id"] = self.session_id
+        if session_id or self.session_id:
+            headers["Mcp-Session-Id"] = session_id or self.session_id  # type: ignore[assignment]
         if self.protocol_version:
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
@@ -107,12 +116,19 @@ class StreamableHttpTransport:
     async def _post(self, message: Message) -> None:
         assert self._client is not None
         request_id = message.get("id") if "method" in message else None
+        principal = current_principal()
         try:
+            session_id = await self._session_for(principal, message)
             async with self._client.stream("POST", self.url, content=orjson.dumps(message),
-                                           headers=self._request_headers(message)) as response:
+                                           headers=self._request_headers(message, session_id)) as response:
                 if message.get("method") == "initialize":
+                    self._initialize = message
                     self.session_id = response.headers.get("mcp-session-id") or self.session_id
                 if response.status_code == 202:
+                    return
+                if response.status_code == 401:
+                    await response.aread()
+                    self._fail(request_id, login_required(self.name, principal, "the server answered 401"), 401)
                     return
                 if response.status_code == 404 and self.session_id:
                     self._fail(request_id, "upstream session expired", 404)
@@ -141,8 +157,44 @@ class StreamableHttpTransport:
                             self._deliver(orjson.loads(body), request_id)
                         except orjson.JSONDecodeError:
                             self._fail(request_id, "upstream sent invalid JSON")
+        except TransportError as exc:  # mcpwall.oauth.LoginRequired among them
+            self._fail(request_id, str(exc), 401 if "requires authorization" in str(exc) else None)
         except httpx.HTTPError as exc:
             self._fail(request_id, f"upstream request failed: {exc.__class__.__name__}: {exc}")
+
+    async def _session_for(self, principal: str | None, message: Message) -> str | None:
+        """The upstream session a principal's request goes on: the handshake's, unless the principal's
+        grant is another one; then a session of its own, opened with the same handshake."""
+        if self.auth is None or not self.auth.active() or not self.session_id or self._initialize is None \
+                or principal is None or message.get("method") == "initialize":
+            return None
+        key = self.auth.key_for(principal)
+        if key is None:
+            raise TransportError(login_required(self.name, principal))
+        if key == self.auth.key_for(None):
+            return None
+        lock = self._opening.setdefault(key, asyncio.Lock())
+        async with lock:
+            if key not in self._principal_sessions:
+                self._principal_sessions[key] = await self._open_session(key)
+            return self._principal_sessions[key]
+
+    async def _open_session(self, key: str) -> str:
+        """initialize + notifications/initialized under the principal's grant; its answer is ours."""
+        assert self._client is not None
+        assert self._initialize is not None
+        opening = {**self._initialize, "id": f"mcpwall-open-{len(self._principal_sessions) + 1}"}
+        headers = self._request_headers(opening)
+        headers.pop("Mcp-Session-Id", None)
+        response = await self._client.post(self.url, content=orjson.dumps(opening), headers=headers)
+        session: str | None = response.headers.get("mcp-session-id")
+        if response.status_code >= 400 or not session:
+            raise TransportError(f"{self.name}: opening an upstream session for principal {key!r} failed "
+                                 f"(HTTP {response.status_code})")
+        await self._client.post(self.url, content=orjson.dumps({"jsonrpc": "2.0",
+                                                                "method": "notifications/initialized"}),
+                                headers={**headers, "Mcp-Session-Id": session})
+        return session
 
     async def _read_sse(self, response: httpx.Response, request_id: RequestId | None) -> None:
         last_id: str | None = None
@@ -192,7 +244,7 @@ class StreamableHttpTransport:
                             # Answered: a server need not end a resumed stream, and holding
                             # it would keep one connection per call.
                             return
-            except (httpx.HTTPError, ValueError):
+            except (httpx.HTTPError, ValueError, TransportError):
                 pass
         self._fail(request_id, "upstream stream ended and could not be resumed")
 
@@ -219,7 +271,7 @@ class StreamableHttpTransport:
                             last_id = ev.id or last_id
                             retry_ms = ev.retry or retry_ms
                             self._handle_event(ev.data, None)
-            except (httpx.HTTPError, ValueError):
+            except (httpx.HTTPError, ValueError, TransportError):
                 failures += 1
             if not self._closed:
                 await asyncio.sleep(retry_ms / 1000)
@@ -239,8 +291,12 @@ class StreamableHttpTransport:
                 await task
         if self._client is not None:
             if self.session_id:
-                with contextlib.suppress(httpx.HTTPError):
+                with contextlib.suppress(httpx.HTTPError, TransportError):
                     await self._client.delete(self.url, headers=self._request_headers(), timeout=2.0)
+            for key, session in self._principal_sessions.items():
+                with contextlib.suppress(httpx.HTTPError, TransportError):
+                    await self._client.delete(self.url, headers=self._request_headers(session_id=session),
+                                              timeout=2.0, extensions={"mcpwall_principal": key})
             await self._client.aclose()
 
 
