@@ -109,8 +109,8 @@ def show_authorization_url(url: str, *, browser: bool, say: Callable[[str], None
     if browser:
         with contextlib.suppress(Exception):
             opened = webbrowser.open(url, new=1, autoraise=True)
-    say(("Opened your browser to authorize mcpwall. If it did not open, visit:" if opened
-         else "Open this URL in a browser to authorize mcpwall:"))
+    say("Opened your browser to authorize mcpwall. If it did not open, visit:" if opened
+         else "Open this URL in a browser to authorize mcpwall:")
     say(f"  {url}")
 
 
