@@ -10,11 +10,12 @@
 #   wrk            the HTTP load of bench/proxy_overhead.py (make bench)
 #   curl           the README's quick start, which tests/test_quickstart.py runs as printed
 #   glewlwyd       a real OAuth 2.1 / OIDC authorization server (tests/oauth)
+#   nginx          a round-robin balancer in front of gateway replicas (tests/proxy/test_modern_replicas.py)
 # As root it runs apt-get directly, otherwise through sudo; it prints what it installs, and does
 # nothing (quickly) when every package is there. Not Debian (no dpkg-query): it says so and goes on.
 set -euo pipefail
 
-packages=(bubblewrap postgresql redis-server chromium gcc g++ libre2-dev libsqlite3-dev libssl-dev wrk curl glewlwyd)
+packages=(bubblewrap postgresql redis-server chromium gcc g++ libre2-dev libsqlite3-dev libssl-dev wrk curl glewlwyd nginx)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "system packages: not a Debian system; install the equivalents of: ${packages[*]}" >&2
