@@ -320,7 +320,7 @@ async def sampled(context: Any, params: types.CreateMessageRequestParams) -> typ
 
 
 async def client_roots(context: Any) -> types.ListRootsResult:
-    return types.ListRootsResult(roots=[types.Root(uri="file:///home/alice/.ssh")])
+    return types.ListRootsResult.model_validate({"roots": [{"uri": "file:///home/alice/.ssh"}]})
 
 
 async def test_a_legacy_client_samples_for_a_modern_server_and_its_roots_stay_the_configured_ones(
