@@ -11,6 +11,9 @@ NODE_STAMP := node_modules/.installed
 # The MCP conformance suite: its own npm project, pinned for Node 20 (docs/CONFORMANCE.md).
 CONF_DIR   := tests/conformance
 CONF_STAMP := $(CONF_DIR)/node_modules/.installed
+# Suite 0.2.x, with the Node 22 it needs from npm's `node` package, pinned in its own npm project.
+CONF2_DIR   := tests/conformance2
+CONF2_STAMP := $(CONF2_DIR)/node_modules/.installed
 # npm tools only the tests use (the SARIF Multitool).
 TOOLS_DIR   := tests/tools
 TOOLS_STAMP := $(TOOLS_DIR)/node_modules/.installed
@@ -23,7 +26,7 @@ say = @echo "==> $(1)"
 .PHONY: run runtime test unit lint typecheck pytest bench setup system native clean
 
 # Everything the suite drives: Debian packages, the dev environment, every npm project, the native build.
-setup: system $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP) $(TOOLS_STAMP) native
+setup: system $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP) $(CONF2_STAMP) $(TOOLS_STAMP) native
 
 # What `make run` needs: mcpwall with its runtime dependencies and the example servers (no test tools).
 runtime: $(RUN_STAMP) $(NODE_STAMP)
@@ -62,6 +65,11 @@ $(NODE_STAMP): package.json package-lock.json
 $(CONF_STAMP): $(CONF_DIR)/package.json $(CONF_DIR)/package-lock.json
 	$(call say,installing the MCP conformance suite from npm)
 	@npm ci --prefix $(CONF_DIR) --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(CONF2_STAMP): $(CONF2_DIR)/package.json $(CONF2_DIR)/package-lock.json
+	$(call say,installing the MCP conformance suite 0.2.x and Node 22 from npm)
+	@npm ci --prefix $(CONF2_DIR) --no-audit --no-fund --loglevel=error
 	@touch $@
 
 $(TOOLS_STAMP): $(TOOLS_DIR)/package.json $(TOOLS_DIR)/package-lock.json
@@ -103,4 +111,4 @@ bench: setup
 	$(BIN)/python bench/proxy_overhead.py --stages all
 
 clean:
-	rm -rf src/mcpwall/_native_build $(VENV) node_modules $(CONF_DIR)/node_modules $(TOOLS_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf src/mcpwall/_native_build $(VENV) node_modules $(CONF_DIR)/node_modules $(CONF2_DIR)/node_modules $(TOOLS_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache

@@ -180,13 +180,7 @@ class Bridge:
                 return
 
     async def _post(self, receive: Receive, send: Send, session: ChildSession | None) -> None:
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
-        message = json.loads(body)
+        message = json.loads(await read_body(receive))
         if message.get("method") == "initialize":
             session = await self._new_session()
         if session is None:
@@ -249,6 +243,15 @@ class Bridge:
                 session.get_stream = None
 
 
+async def read_body(receive: Receive) -> bytes:
+    body = b""
+    while True:
+        event = await receive()
+        body += event.get("body", b"")
+        if not event.get("more_body"):
+            return body
+
+
 def _event(message: dict[str, Any]) -> bytes:
     return b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n"
 
@@ -264,13 +267,13 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str], app: type[Bridge] = Bridge) -> None:
     spares = 0
     if argv[:1] == ["--spares"] and len(argv) > 1:
         spares, argv = int(argv[1]), argv[2:]
     if len(argv) < 2:
         sys.exit("usage: bridge.py [--spares N] PORT COMMAND [ARGS...]")
-    uvicorn.run(Bridge(argv[1:], spares), host="127.0.0.1", port=int(argv[0]), log_level="warning",
+    uvicorn.run(app(argv[1:], spares), host="127.0.0.1", port=int(argv[0]), log_level="warning",
                 lifespan="on", timeout_graceful_shutdown=5)
 
 

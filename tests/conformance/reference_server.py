@@ -373,10 +373,11 @@ class MemoryEventStore(EventStore):
         return stream
 
 
-async def _serve_stdio() -> None:
+async def _serve_stdio(make: Any = build) -> None:
+    """Serve over stdio what `make()` builds (tests/conformance2 passes its dual-era server's builder)."""
     from mcp.server.stdio import stdio_server
 
-    server = build()
+    server = make()
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 

@@ -42,18 +42,23 @@ def table(results: Results) -> str:
     return "\n".join(lines)
 
 
-def current_table(doc: Path = DOC) -> str | None:
+def current_table(doc: Path = DOC, begin: str = BEGIN, end: str = END) -> str | None:
+    """What the doc holds between the markers (tests/conformance2 passes its own)."""
     text = doc.read_text(encoding="utf-8") if doc.exists() else ""
-    if BEGIN not in text or END not in text:
+    if begin not in text or end not in text:
         return None
-    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+
+
+def write_between(markdown: str, doc: Path = DOC, begin: str = BEGIN, end: str = END) -> None:
+    text = doc.read_text(encoding="utf-8")
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    doc.write_text(f"{head}{begin}\n{markdown}\n{end}{tail}", encoding="utf-8")
 
 
 def write_table(results: Results, doc: Path = DOC) -> None:
-    text = doc.read_text(encoding="utf-8")
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    doc.write_text(f"{head}{BEGIN}\n{table(results)}\n{END}{tail}", encoding="utf-8")
+    write_between(table(results), doc)
 
 
 def save(results: Results, path: Path = RESULTS) -> None:

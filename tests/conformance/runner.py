@@ -205,6 +205,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 class Paths:
     """Starts, on first use, what each path needs, and stops all of it on `close()`."""
 
+    #: the reference server and the stdio bridge the paths start (tests/conformance2 runs dual-era ones)
+    reference: Path = REFERENCE_SERVER
+    bridge: Path = BRIDGE
+
     def __init__(self, work: Path) -> None:
         self.work = work
         self._procs: list[subprocess.Popen[bytes]] = []
@@ -223,7 +227,7 @@ class Paths:
     def _reference_http(self) -> str:
         if "reference" not in self._urls:
             port = free_port()
-            self._spawn("reference-http", [PYTHON, str(REFERENCE_SERVER), "http", str(port)], port)
+            self._spawn("reference-http", [PYTHON, str(self.reference), "http", str(port)], port)
             self._urls["reference"] = f"http://127.0.0.1:{port}/mcp"
         return self._urls["reference"]
 
@@ -231,7 +235,7 @@ class Paths:
         """One gateway in front of the reference server twice: `ref` over stdio, `remote` over HTTP."""
         if "gateway" not in self._urls:
             servers: dict[str, dict[str, Any]] = {
-                "ref": {"command": PYTHON, "args": [str(REFERENCE_SERVER), "stdio"]},
+                "ref": {"command": PYTHON, "args": [str(self.reference), "stdio"]},
                 "remote": {"url": self._reference_http(), "type": "http"}}
             gw = GatewayProcess(self.work / "gateway", servers, gateway_policy(), extra=["--insecure-no-auth"])
             self._gateways.append(gw)
@@ -243,7 +247,7 @@ class Paths:
     def _bridge(self, name: str, command: list[str]) -> str:
         if name not in self._urls:
             port = free_port()
-            self._spawn(name, [PYTHON, str(BRIDGE), "--spares", str(SPARES), str(port), *command], port)
+            self._spawn(name, [PYTHON, str(self.bridge), "--spares", str(SPARES), str(port), *command], port)
             self._urls[name] = f"http://127.0.0.1:{port}/mcp"
         return self._urls[name]
 
@@ -255,7 +259,7 @@ class Paths:
         return home
 
     def url(self, path: str) -> str:
-        reference_stdio = [PYTHON, str(REFERENCE_SERVER), "stdio"]
+        reference_stdio = [PYTHON, str(self.reference), "stdio"]
         if path == "direct-http":
             return self._reference_http()
         if path == "direct-stdio":
@@ -267,7 +271,7 @@ class Paths:
         if path == "gw-aggregated-http":
             return f"{self._gateway()}/mcp"
         if path == "gw-wrap-stdio":
-            home = self._stdio_home({"ref": {"command": PYTHON, "args": [str(REFERENCE_SERVER), "stdio"]}})
+            home = self._stdio_home({"ref": {"command": PYTHON, "args": [str(self.reference), "stdio"]}})
             return self._bridge(path, [MCPWALL, "wrap", "--home", str(home), "--name", "ref", "--",
                                        *reference_stdio])
         if path == "gw-proxy-stdio":

@@ -1,0 +1,124 @@
+"""The test bridge (tests/conformance/bridge.py) for both protocol eras.
+
+Usage: bridge2.py [--spares N] PORT COMMAND [ARGS...]
+
+A handshake-era client gets what bridge.py gives it: every `initialize`
+launches COMMAND afresh as that client's session. A 2026-07-28 request has no
+`initialize` and no session: it is one POST, so all of them share one child,
+launched on the first and opened with `server/discover`, as a desktop client's
+one stdio server would be. Their
+ids are renamed on the way in (the suite's scenarios all count from 1) and
+back on the way out. The answer is JSON with the HTTP status the 2026-07-28
+transport gives its JSON-RPC error code (400, 404; the SDK's table), or an
+SSE stream when notifications came before the response. Nothing else is
+rewritten; what the HTTP transport alone can check (headers against the body,
+Host and Origin) the stdio command never sees, which is why the bridge's
+control path runs the reference server through it with no mcpwall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
+
+from tests.conformance.bridge import Bridge, ChildSession, Receive, Send, _event, main, read_body
+
+_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+
+
+class DualEraBridge(Bridge):
+    """bridge.py's sessions for the handshake era, one shared child for sessionless 2026-07-28 requests."""
+
+    def __init__(self, argv: list[str], spares: int = 0) -> None:
+        super().__init__(argv, spares)
+        self._modern: ChildSession | None = None
+        self._modern_lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+
+    async def _modern_child(self) -> ChildSession:
+        async with self._modern_lock:
+            if self._modern is None or (self._modern.proc is not None and self._modern.proc.returncode is not None):
+                self._modern = ChildSession(self.argv)
+                await self._modern.start()
+                await self._discover(self._modern)
+            return self._modern
+
+    @staticmethod
+    async def _discover(child: ChildSession) -> None:
+        """`server/discover` first, as a 2026-07-28 client over stdio starts: the connection is then of that era,
+        and a later request without the envelope is refused as one (rather than taken for a handshake client's)."""
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        child.waiting["bridge-discover"] = queue
+        await child.write({"jsonrpc": "2.0", "id": "bridge-discover", "method": "server/discover", "params": {
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {},
+                      "io.modelcontextprotocol/clientInfo": {"name": "bridge2", "version": "1"}}}})
+        try:
+            await asyncio.wait_for(queue.get(), 60)
+        finally:
+            child.waiting.pop("bridge-discover", None)
+
+    async def _post(self, receive: Receive, send: Send, session: ChildSession | None) -> None:
+        body = await read_body(receive)
+        message = json.loads(body)
+        if session is not None or message.get("method") == "initialize" or "id" not in message:
+            await super()._post(_replay(body), send, session)
+            return
+        await self._post_modern(message, send)
+
+    async def _post_modern(self, message: dict[str, Any], send: Send) -> None:
+        child = await self._modern_child()
+        theirs, ours = message["id"], f"bridge-{next(self._ids)}"
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        child.waiting[ours] = queue
+        child.streams += 1
+        before: list[dict[str, Any]] = []
+        try:
+            await child.write({**message, "id": ours})
+            while (out := await queue.get()) is not None:
+                if out.get("id") == ours and "method" not in out:
+                    out = {**out, "id": theirs}
+                    break
+                before.append(out)
+        finally:
+            child.streams -= 1
+            child.waiting.pop(ours, None)
+        if out is None:
+            out = {"jsonrpc": "2.0", "id": theirs, "error": {"code": -32603, "message": "the stdio server exited"}}
+        if before:
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+            for item in [*before, out]:
+                await send({"type": "http.response.body", "body": _event(item), "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        code = out.get("error", {}).get("code") if isinstance(out.get("error"), dict) else None
+        status = ERROR_CODE_HTTP_STATUS.get(code, 200) if isinstance(code, int) else 200
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(out).encode()})
+
+
+def _replay(body: bytes) -> Receive:
+    """A receive() that yields the body already read, so bridge.py's POST handling can read it again."""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            await asyncio.Event().wait()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:], DualEraBridge)

@@ -1,0 +1,200 @@
+"""Running suite 0.2.x: its frozen requirement sets, on Node 22, on every path through mcpwall.
+
+`@modelcontextprotocol/conformance` 0.2.x names what each revision of the
+specification requires of a server, frozen at its release
+(`conformance list --server --requirements REVISION`), and runs it at that
+revision's wire: `2025-11-25` (the `initialize` handshake) and `2026-07-28`
+(stateless: `server/discover`, per-request `_meta`). `run` drives one path and
+one revision; the paths are tests/conformance/runner.py's (`Paths`, started
+lazily, stopped by PID) with the dual-era reference server
+(reference_server2.py) and bridge (bridge2.py), plus the gateway paths 0.1.10
+did not take: seatbelt's `POST /{server}` and `proxy --stdio` in front of a
+stdio upstream.
+
+The suite runs on the Node that tests/conformance2/package.json pins (the npm
+registry's `node` package), never the machine's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conformance import runner
+from tests.conformance.helpers import MCPWALL, PYTHON
+from tests.conformance.runner import Outcome, _read_checks
+
+HERE = Path(__file__).resolve().parent
+NODE = HERE / "node_modules" / "node" / "bin" / "node"
+SUITE_PACKAGE = HERE / "node_modules" / "@modelcontextprotocol" / "conformance"
+SUITE_JS = SUITE_PACKAGE / "dist" / "index.js"
+#: pinned in tests/conformance2/package.json
+SUITE_VERSION = "0.2.0-alpha.12"
+NODE_VERSION = "22.23.3"
+LEGACY, MODERN = "2025-11-25", "2026-07-28"
+REVISIONS = (LEGACY, MODERN)
+
+#: The server scenarios each frozen requirement set names, in the suite's order.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    LEGACY: (
+        "server-initialize", "logging-set-level", "ping", "completion-complete", "tools-list",
+        "tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
+        "tools-call-mixed-content", "tools-call-with-logging", "tools-call-error", "tools-call-with-progress",
+        "tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults",
+        "server-sse-multiple-streams", "elicitation-sep1330-enums", "resources-list", "resources-read-text",
+        "resources-read-binary", "resources-templates-read", "resources-subscribe", "resources-unsubscribe",
+        "prompts-list", "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource",
+        "prompts-get-with-image", "dns-rebinding-protection"),
+    MODERN: (
+        "server-stateless", "completion-complete", "tools-list", "tools-call-simple-text", "tools-call-image",
+        "tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
+        "tools-call-with-progress", "server-sse-multiple-streams", "resources-list", "resources-read-text",
+        "resources-read-binary", "resources-templates-read", "sep-2164-resource-not-found", "prompts-list",
+        "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
+        "dns-rebinding-protection", "caching", "input-required-result-basic-elicitation",
+        "input-required-result-basic-sampling", "input-required-result-basic-list-roots",
+        "input-required-result-request-state", "input-required-result-multiple-input-requests",
+        "input-required-result-multi-round", "input-required-result-missing-input-response",
+        "input-required-result-non-tool-request", "input-required-result-result-type",
+        "input-required-result-unsupported-methods", "input-required-result-tampered-state",
+        "input-required-result-capability-check", "input-required-result-ignore-extra-params",
+        "input-required-result-validate-input"),
+}
+#: Scenarios that name no tool, prompt or completion target, so they apply to the aggregated endpoints too.
+NAME_FREE = frozenset({*runner.NAME_FREE, "dns-rebinding-protection", "sep-2164-resource-not-found", "caching"})
+#: Checks of the HTTP transport itself (Host and Origin, headers against the body): a stdio frontend has
+#: none, so on the bridged paths they are the bridge's and only the bridge control (direct-stdio) judges them.
+HTTP_ONLY = frozenset({"dns-rebinding-protection"})
+#: What the bridged handshake-era paths run in CI (a process per scenario); every scenario still runs on the
+#: HTTP paths in front of both upstream kinds. MCPWALL_CONFORMANCE_FULL=1 runs them all everywhere.
+CORE = frozenset({"server-initialize", "tools-list", "tools-call-with-logging", "tools-call-with-progress",
+                  "tools-call-sampling", "tools-call-elicitation", "resources-read-text"})
+#: Handshake-era scenarios that need the server's messages outside the answer (log lines, progress,
+#: sampling and elicitation requests): seatbelt's `POST /{server}` answers each POST with one JSON
+#: reply and has no stream to carry them, so they do not apply there.
+BACKCHANNEL = frozenset({"tools-call-with-logging", "tools-call-with-progress", "tools-call-sampling",
+                         "tools-call-elicitation", "elicitation-sep1034-defaults", "elicitation-sep1330-enums"})
+
+
+def full() -> bool:
+    return os.environ.get("MCPWALL_CONFORMANCE_FULL") == "1"
+
+
+@dataclass(frozen=True)
+class Path2:
+    """One way for the suite to reach the reference server, and what the gateway stands in front of."""
+
+    name: str
+    title: str
+    gateway: bool
+    #: the upstream the gateway reaches the reference server by: "stdio", "http", "both" (aggregated); "" direct
+    upstream: str
+    #: the frontend is stdio, reached through bridge2.py (a process per handshake-era client)
+    bridged: bool = False
+    aggregated: bool = False
+    #: seatbelt's plain JSON-RPC endpoint: one JSON answer per POST, no stream
+    plain: bool = False
+
+    @property
+    def control(self) -> str:
+        """The direct path this one is judged against: the same frontend transport with no mcpwall."""
+        return "direct-stdio" if self.bridged else "direct-http"
+
+    def cell(self, revision: str, scenario: str) -> str | None:
+        """Why a scenario has no result here, as the table shows it; None if it runs here."""
+        if (self.aggregated and scenario not in NAME_FREE) or (self.bridged and scenario in HTTP_ONLY) \
+                or (self.plain and revision == LEGACY and scenario in BACKCHANNEL):
+            return "n/a"
+        if self.bridged and revision == LEGACY and not full() and scenario not in CORE:
+            return "–"
+        return None
+
+    def scenarios(self, revision: str) -> tuple[str, ...]:
+        return tuple(s for s in REQUIRED[revision] if self.cell(revision, s) is None)
+
+
+PATHS = (
+    Path2("direct-http", "the reference server over streamable HTTP, no mcpwall", False, ""),
+    Path2("direct-stdio", "the reference server over stdio through bridge2.py, no mcpwall", False, "",
+          bridged=True),
+    Path2("gw-stdio-upstream", "`mcpwall proxy`, `/mcp/ref`: a stdio upstream", True, "stdio"),
+    Path2("gw-http-upstream", "`mcpwall proxy`, `/mcp/remote`: a streamable-HTTP upstream", True, "http"),
+    Path2("gw-aggregated-http", "`mcpwall proxy`, `/mcp`: both upstreams aggregated (`server__name`)", True,
+          "both", aggregated=True),
+    Path2("gw-post-stdio-upstream", "`mcpwall proxy`, `POST /ref`: seatbelt's JSON-RPC endpoint, stdio upstream",
+          True, "stdio", plain=True),
+    Path2("gw-post-http-upstream", "`mcpwall proxy`, `POST /remote`: seatbelt's JSON-RPC endpoint, HTTP upstream",
+          True, "http", plain=True),
+    Path2("gw-wrap-stdio", "`mcpwall wrap` (one stdio server, names unchanged) through bridge2.py", True, "stdio",
+          bridged=True),
+    Path2("gw-proxy-stdio", "`mcpwall proxy --stdio` (aggregated) through bridge2.py, HTTP upstream", True,
+          "http", bridged=True, aggregated=True),
+    Path2("gw-proxy-stdio-stdio-upstream", "`mcpwall proxy --stdio` (aggregated) through bridge2.py, stdio upstream",
+          True, "stdio", bridged=True, aggregated=True),
+)
+BY_NAME = {p.name: p for p in PATHS}
+
+
+class Paths2(runner.Paths):
+    """tests/conformance's paths with the dual-era reference server and bridge, and the paths added here."""
+
+    reference = HERE / "reference_server2.py"
+    bridge = HERE / "bridge2.py"
+
+    def url(self, path: str) -> str:
+        if path == "gw-post-stdio-upstream":
+            return f"{self._gateway()}/ref"
+        if path == "gw-post-http-upstream":
+            return f"{self._gateway()}/remote"
+        if path == "gw-proxy-stdio-stdio-upstream":
+            home = self._stdio_home({"local": {"command": PYTHON, "args": [str(self.reference), "stdio"]}})
+            return self._bridge(path, [MCPWALL, "proxy", "--stdio", "--home", str(home), "--servers",
+                                       str(home / "servers.json"), "--log-level", "WARNING"])
+        return super().url(path)
+
+
+def suite_installed() -> bool:
+    return NODE.exists() and SUITE_JS.exists()
+
+
+def suite(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The suite's CLI on the pinned Node 22."""
+    return subprocess.run([str(NODE), str(SUITE_JS), *args], capture_output=True, text=True, timeout=timeout,
+                          check=False, cwd=HERE)
+
+
+def listed_server_scenarios(revision: str) -> list[str]:
+    """What `conformance list --server --requirements REVISION` names as required server scenarios."""
+    out = suite("list", "--server", "--requirements", revision, timeout=60).stdout
+    section = out.split("Server scenarios", 1)[1].split("\n\n", 1)[0]
+    return [line.strip()[2:] for line in section.splitlines() if line.strip().startswith("- ")]
+
+
+def run(url: str, out_dir: Path, path: Path2, revision: str) -> dict[str, Outcome]:
+    """The requirement set's server scenarios that apply to `path`, at the revision's wire.
+
+    One `--requirements` run does them all (those that do not apply are left out of the result),
+    except for a handshake-era client of a bridged path, which costs a process boot: there only the
+    scenarios that apply run, one by one (`--scenario S --spec-version REVISION`, the same wire), as
+    bridge.py closes an idle session when the next client starts.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wanted = path.scenarios(revision)
+    if path.bridged and revision == LEGACY:
+        runs = [["--scenario", s, "--spec-version", revision] for s in wanted]
+    else:
+        runs = [["--requirements", revision]]
+    logs = []
+    for args in runs:
+        done = suite("server", "--url", url, *args, "-o", str(out_dir), timeout=600)
+        logs.append(done.stdout + done.stderr)
+    (out_dir / "suite.log").write_text("\n".join(logs))
+    return {name: Outcome(name, checks) for name, checks in _read_checks(out_dir, "server-").items()
+            if name in wanted}
+
+
+__all__ = ["BACKCHANNEL", "BY_NAME", "CORE", "HTTP_ONLY", "LEGACY", "MODERN", "NAME_FREE", "NODE", "NODE_VERSION", "PATHS",
+           "REQUIRED", "REVISIONS", "SUITE_VERSION", "Path2", "Paths2", "full", "listed_server_scenarios", "run",
+           "suite", "suite_installed"]
