@@ -33,7 +33,7 @@ resource, so none of these use it):
 - `token_for(user, scopes, resource)` -> `Tokens`: the user logs in through Glewlwyd's login API
   (as its login page does), consents to the scopes, and the authorization code + PKCE flow runs
   against the authorize and token endpoints with httpx;
-- `authorize(url, user)` -> `(code, state)`: what a user's browser does with an authorization URL
+- `authorize(url, user)` -> `(code, state)` (`redirect(url, user)`: the redirect's whole query, `iss` too): what a user's browser does with an authorization URL
   a client built (the MCP SDK's `redirect_handler`, `mcpwall login`): log in, consent to the
   requested scopes for that client (also dynamically registered ones), follow the redirect;
 - `register_client(redirect_uris, auth_method)` -> `Client`: dynamic registration, as an MCP client does;
@@ -387,6 +387,11 @@ database = {{
 
         Returns the code and the state of the redirect. Raises GlewlwydError with the redirect's
         `error` when Glewlwyd refuses the request (unknown resource, missing PKCE, ...)."""
+        answer = self.redirect(url, user)
+        return answer["code"], answer.get("state")
+
+    def redirect(self, url: str, user: str = "alice") -> dict[str, str]:
+        """As `authorize`, but the whole redirect's query: `code`, `state` and `iss` (RFC 9207)."""
         query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
         if "scope" in query and "client_id" in query:
             self.grant(user, query["client_id"], query["scope"])
@@ -399,7 +404,7 @@ database = {{
         answer = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query))
         if "code" not in answer:
             raise GlewlwydError(f"authorization refused: {location}")
-        return answer["code"], answer.get("state")
+        return answer
 
     def token_for(self, user: str = "alice", scopes: str = "mcp:tools", resource: str | None = None, *,
                   client: Client | None = None, plugin: str = "oidc") -> Tokens:
@@ -436,10 +441,12 @@ database = {{
             form["resource"] = resource
         return self._token(self.token_endpoint, form, self.confidential)
 
-    def expired_token(self, user: str = "alice", scopes: str = "mcp:tools", resource: str | None = None) -> str:
-        """A token of the trusted issuer, signed by its current key, that has expired (lived one second)."""
+    def expired_token(self, user: str = "alice", scopes: str = "mcp:tools", resource: str | None = None,
+                      past_skew: float = 0.0) -> str:
+        """A token of the trusted issuer, signed by its current key, that has expired (lived one second),
+        and more than `past_skew` seconds ago (a resource server's allowed clock skew)."""
         tokens = self.token_for(user, scopes, resource, plugin="short")
-        time.sleep(2.1)
+        time.sleep(2.1 + past_skew)
         return tokens.access_token
 
     def foreign_token(self, user: str = "alice", scopes: str = "mcp:tools", resource: str | None = None) -> str:
