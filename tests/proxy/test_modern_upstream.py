@@ -337,3 +337,11 @@ async def test_sampling_for_a_modern_server_is_refused_when_the_policy_forbids_i
         answer = await gw.call("modern__summarize", {"topic": "eras"})
     assert answer["error"]["code"] == -32001
     assert "sampling is disabled by policy" in answer["error"]["message"]
+
+
+async def test_a_modern_server_that_never_stops_asking_gets_a_bounded_number_of_rounds(gw: dict[str, Any]) -> None:
+    async with client(gw, "legacy") as c:
+        with anyio.fail_after(30), pytest.raises(MCPError) as stuck:
+            await c.call_tool("mhttp__nag", {})
+    assert stuck.value.error.code == -32000
+    assert "kept asking for input after 8 rounds" in stuck.value.error.message

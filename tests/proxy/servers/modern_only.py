@@ -13,7 +13,8 @@ Tools: `add` (numbers), `leak` (a result holding an AWS key id), `drop_table` (f
 rule), `ask_name` (asks for the user's name with an InputRequiredResult, then greets whoever
 the answer names), `count_calls` (how many calls the process served), `grow` (adds a tool and
 tells `subscriptions/listen` streams that the tool list changed), `summarize` (asks the client's
-model: sampling in an InputRequiredResult), `where` (asks for the client's roots).
+model: sampling in an InputRequiredResult), `where` (asks for the client's roots), `nag` (asks
+again on every round, for ever).
 """
 
 from __future__ import annotations
@@ -131,6 +132,12 @@ async def where(ctx: Context) -> CallToolResult | InputRequiredResult:
         return InputRequiredResult(input_requests={"roots": ListRootsRequest()})
     dumped: dict[str, Any] = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
     return CallToolResult(content=[TextContent(text=json.dumps([r["uri"] for r in dumped.get("roots", [])]))])
+
+
+@server.tool()
+async def nag(ctx: Context) -> CallToolResult | InputRequiredResult:
+    """Never finishes: every round answers with only a new requestState (a server stuck asking)."""
+    return InputRequiredResult(request_state=f"round-{len(ctx.request_state or '')}")
 
 
 async def _stdio() -> None:
