@@ -76,7 +76,10 @@ async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str
     recorder = Recorder()
     # The server knows a secret (in its environment, which get-env shows): a result may carry it.
     everything = {**EVERYTHING, "env": {"MRTR_TEST_KEY": SECRET}}
-    built = build_gateway(home, POLICY.format(sampling="true"), {"everything": everything}, auth=True,
+    # A second server: a stdio server does not say which call a request is for, so one held call per
+    # server at a time is told apart (as the legacy routing tells one caller apart).
+    built = build_gateway(home, POLICY.format(sampling="true"), {"everything": everything, "second": EVERYTHING},
+                          auth=True,
                           stages=[recorder])
     async with serve_http(built) as base:
         for upstream in built.gateway.servers.values():
@@ -142,9 +145,9 @@ async def post(gw: dict[str, Any], body: dict[str, Any], bearer: str | None = No
 
 
 async def asked(gw: dict[str, Any], rid: int, name: str = ELICIT, args: dict[str, Any] | None = None,
-                bearer: str | None = None) -> dict[str, Any]:
+                bearer: str | None = None, path: str = "/mcp/everything") -> dict[str, Any]:
     """A first call's InputRequiredResult."""
-    status, answer = await post(gw, call(rid, name, args or {}), bearer)
+    status, answer = await post(gw, call(rid, name, args or {}), bearer, path)
     assert status == 200, answer
     result = answer["result"]
     assert result["resultType"] == "input_required", answer
@@ -404,3 +407,21 @@ async def test_a_sampling_answer_given_after_allow_sampling_turned_false_is_with
     finally:
         policy_file.write_text(POLICY.format(sampling="true"))
         assert built.policy.reload()
+
+
+async def test_a_principal_has_a_bounded_number_of_calls_waiting_for_its_input(gw: dict[str, Any]) -> None:
+    holds = gw["gateway"].traffic.mrtr
+    bearer, second = gw["bob"], "/mcp/second"
+    holds.cap = 1
+    try:
+        waiting = await asked(gw, 401, bearer=bearer)
+        _, over = await post(gw, call(402, ELICIT, {}), bearer, second)
+        assert over["result"].get("resultType") != "input_required"  # asked nothing: the server was refused
+        assert "too many calls" in json.dumps(over)
+        other = await asked(gw, 403, bearer=gw["alice"], path=second)  # another principal's are not held back
+    finally:
+        holds.cap = 16
+    for n, (first, who, path) in enumerate([(waiting, bearer, "/mcp/everything"), (other, gw["alice"], second)]):
+        _, final = await post(gw, call(420 + n, ELICIT, {}, inputResponses={"mcpwall-1": ANSWER},
+                                       requestState=first["requestState"]), who, path)
+        assert "Ada" in json.dumps(final["result"]["content"])
