@@ -13,7 +13,7 @@ PACKAGES = ["mcpwall", "mcpwall.errors", "mcpwall.policy", "mcpwall.cli", "mcpwa
             "mcpwall.stages", "mcpwall.protocol", "mcpwall.transports", "mcpwall.relay", "mcpwall.builtin",
             "mcpwall.admin", "mcpwall.isolation", "mcpwall.sandbox", "mcpwall.ledger", "mcpwall.security.poisoning",
             "mcpwall.approvals", "mcpwall.notify", "mcpwall.dashboard", "mcpwall.metrics",
-            "mcpwall.stages.notify", "mcpwall.stages.metrics", "mcpwall.telemetry"]
+            "mcpwall.stages.notify", "mcpwall.stages.metrics", "mcpwall.telemetry", "mcpwall.oauth"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcpwall.policy import ServerSpec
-from mcpwall.transports._principal import auth_for
+from mcpwall.transports._principal import auth_for as _auth_for
 from mcpwall.transports.base import OnClosed, OnMessage, Transport, TransportClosed, TransportError
 from mcpwall.transports.sse import HttpJsonRpcTransport, SseTransport
 from mcpwall.transports.stdio import StdioTransport, default_environment
@@ -23,10 +23,10 @@ def transport_for(name: str, spec: ServerSpec, wrapper: list[str] | None = None)
     assert spec.url is not None
     kind = spec.transport or ("sse" if spec.url.rstrip("/").endswith("/sse") else "streamable-http")
     if kind == "sse":
-        return SseTransport(spec.url, spec.headers, name=name, auth=auth_for(name))
+        return SseTransport(spec.url, spec.headers, name=name, auth=_auth_for(name))
     if kind == "http":
         return HttpJsonRpcTransport(spec.url, spec.headers, name=name)
-    return StreamableHttpTransport(spec.url, spec.headers, name=name, auth=auth_for(name))
+    return StreamableHttpTransport(spec.url, spec.headers, name=name, auth=_auth_for(name))
 
 
 __all__ = [
