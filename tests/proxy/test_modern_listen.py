@@ -118,6 +118,10 @@ async def test_a_modern_client_hears_the_updates_of_a_resource_it_listens_to_on_
                 await events.wait_for(ResourceUpdated(uri=DOC))
             finally:
                 await c.call_tool(toggle, {})  # the server's updates stop again
+        hub = gw["gateway"].traffic.listen
+        with anyio.fail_after(10):  # the client closed its stream: the gateway lets go of it upstream too
+            while hub.streams or hub._held:  # noqa: ASYNC110 (state of another task, no event to wait on)
+                await anyio.sleep(0.05)
 
 
 async def test_a_resource_the_policy_hides_is_not_honoured_and_a_stream_is_no_legacy_method(
