@@ -218,3 +218,26 @@ async def test_a_modern_client_listens_through_the_stdio_frontends(tmp_path: Pat
         assert sub.honored.resource_subscriptions == [DOC]
         await c.call_tool(toggle, {})
         await events.wait_for(ResourceUpdated(uri=DOC))
+
+
+async def test_a_quiet_listen_stream_gets_keep_alive_comments(gw: dict[str, Any],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import mcpwall.proxy._listen as listen_module
+
+    monkeypatch.setattr(listen_module, "KEEPALIVE_S", 0.3)
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+    headers = {"Authorization": f"Bearer {gw['token']}", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen"}
+    body = {"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen",
+            "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}}
+    seen: list[str] = []
+    async with httpx.AsyncClient(timeout=30.0) as http, \
+            http.stream("POST", f"{gw['url']}/mcp", headers=headers, json=body) as stream:
+        with anyio.fail_after(10):
+            async for line in stream.aiter_lines():
+                seen.append(line)
+                if line.startswith(":"):
+                    break
+    assert seen[0] == "event: message"
+    assert "notifications/subscriptions/acknowledged" in seen[1]
+    assert seen[-1] == ": keepalive"  # an SSE comment: no event, nothing a client must parse
