@@ -217,6 +217,25 @@ async def test_a_denied_tool_cannot_be_task_called(gw: dict[str, Any]) -> None:
     assert [r[0] for r in found] == ["deny", "deny"]
 
 
+async def test_a_task_whose_result_is_never_fetched_still_gets_its_one_row(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Recorded when the gateway stops (or the task's ttl passes): never zero rows."""
+    home = tmp_path_factory.mktemp("gw-tasks-unfetched")
+    built = build_gateway(home, POLICY, {"everything": EVERYTHING}, auth=True)
+    async with serve_http(built) as base:
+        assert await built.gateway.servers["everything"].wait_ready(60)
+        here = {"url": base, "token": token(built), "home": home}
+        started = await ts(here, "/mcp", "start", f"everything__{RESEARCH}",
+                           json.dumps({"topic": "left behind", "ambiguous": True}))
+        assert started["task"]["status"] in ("working", "input_required"), started
+        assert rows(here, "left behind") == []  # held: the result may still come
+    with contextlib.closing(sqlite3.connect(home / "ledger.db")) as db:
+        found = list(db.execute("SELECT decision, outcome, notes FROM tool_calls WHERE tool_name = ?", (RESEARCH,)))
+    assert len(found) == 1, found
+    decision, outcome, notes = found[0]
+    assert decision == "allow" and "the gateway stopped before the task's result was fetched" in notes
+
+
 # ---------------------------------------------------------------------- the 2026-07-28 extension
 
 
