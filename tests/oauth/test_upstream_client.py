@@ -92,9 +92,11 @@ def _browser(glewlwyd: Glewlwyd, url: str, user: str) -> str:
     return location
 
 
-def login(home: Path, glewlwyd: Glewlwyd, server_url: str, user: str, *args: str) -> str:
-    """`mcpwall login prot --url URL --no-browser ARGS`, completed as `user`; returns its output."""
-    proc = subprocess.Popen([MCPWALL, "login", "prot", "--url", server_url, "--home", str(home), "--no-browser",
+def login(home: Path, glewlwyd: Glewlwyd, server_url: str, user: str, *args: str, use_url: bool = True) -> str:
+    """`mcpwall login prot --url URL --no-browser ARGS`, completed as `user`; returns its output.
+    Without `use_url` the server's URL comes from the home's policy.yaml."""
+    where = ["--url", server_url] if use_url else []
+    proc = subprocess.Popen([MCPWALL, "login", "prot", *where, "--home", str(home), "--no-browser",
                              "--timeout", "60", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=_env(home), text=True)
     with proc:

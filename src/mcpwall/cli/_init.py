@@ -45,6 +45,14 @@ def _show_plan(console: Any, p: Any, scrub: Any) -> None:
         console.print(Text(scrub(f"  skipped {entry.client} {entry.name}: {reason}"), style="dim"), soft_wrap=True)
 
 
+def _oauth_candidates(remote: dict[str, Any], rewritten: list[dict[str, Any]]) -> list[str]:
+    """Remote servers now routed through the gateway with no static credential of their own: those
+    that answer 401 need `mcpwall login NAME` (the gateway's OAuth client, mcpwall.oauth)."""
+    routed = {n for item in rewritten for n in item["servers"]}
+    return sorted(n for n, spec in remote.items() if n in routed
+                  and not any(k.lower() == "authorization" for k in (spec.get("headers") or {})))
+
+
 def _remote_hosts(result: Any) -> list[str]:
     """Hosts of the remote servers found (not the gateway's own loopback URLs)."""
     from urllib.parse import urlsplit
@@ -202,6 +210,11 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
                 console.print(f"Backups kept in {state_home / 'init'}; `mcpwall uninstall` restores them. Restart "
                               "the clients, and run `mcpwall proxy` for servers routed through the gateway.",
                               soft_wrap=True, markup=False)
+            login = _oauth_candidates(p.remote, summary["rewritten"])
+            if login:
+                summary["login"] = login
+                console.print("Remote servers that sign in with OAuth need the gateway's own login once (docs/AUTH.md): "
+                              + ", ".join(f"`mcpwall login {n}`" for n in login), soft_wrap=True, markup=False)
         elif p.changes:
             console.print("Client configs left unchanged; run `mcpwall init --yes` to rewrite them.", soft_wrap=True)
         elif not p.files:
