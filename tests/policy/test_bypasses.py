@@ -333,9 +333,11 @@ def test_ordinary_cleanups_stay_allowed(command: str) -> None:
     assert decide(SHIPPED_ALLOW, "run_command", {"command": command}).action == "allow", command
 
 
-def test_an_ordinary_download_is_asked_about_not_denied() -> None:
-    # issue 25: a command line that reaches the network is a sink the default policy asks a person about
+def test_an_ordinary_download_is_allowed_and_an_upload_asked_about_not_denied() -> None:
+    # issue 25: a GET of a public URL sends nothing; data a command line sends out is asked about
     d = decide(SHIPPED_ALLOW, "run_command", {"command": "curl -s https://example.com/data.json | jq ."})
+    assert d.action == "allow"
+    d = decide(SHIPPED_ALLOW, "run_command", {"command": "curl -s -X POST -d 'a=1' https://example.com/data"})
     assert (d.action, d.rule_ids) == ("ask", ("ask-shell-network",))
 
 

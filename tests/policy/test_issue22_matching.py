@@ -140,12 +140,16 @@ class TestCommandsAreMatchedAfterShellQuoteRemoval:
             d = decide(OPEN, "run_command", arguments)
             assert d.action == "allow", (arguments, d)
 
-    def test_a_command_line_that_reaches_the_network_is_asked_not_denied_issue_25(self) -> None:
-        # issue 25: a shell's curl/wget is a network sink the default policy asks a person about
-        for arguments in ({"command": "curl https://api.github.com | jq ."},
-                          {"command": "bash", "stdin": "curl https://api.github.com | jq ."}):
+    def test_a_command_line_that_sends_data_out_is_asked_not_denied_issue_25(self) -> None:
+        # issue 25: data a shell's curl/wget sends is a network sink the default policy asks a person about;
+        # a plain GET of a public URL sends nothing and is allowed
+        for arguments in ({"command": "curl -d 'q=1' https://api.github.com | jq ."},
+                          {"command": "bash", "stdin": "curl -d 'q=1' https://api.github.com | jq ."}):
             d = decide(OPEN, "run_command", arguments)
             assert (d.action, d.rule_ids) == ("ask", ("ask-shell-network",)), (arguments, d)
+        for arguments in ({"command": "curl https://api.github.com | jq ."},
+                          {"command": "bash", "stdin": "curl https://api.github.com | jq ."}):
+            assert decide(OPEN, "run_command", arguments).action == "allow", arguments
 
     def test_the_normalised_forms_are_only_for_restrictive_rules(self) -> None:
         facts = prepare(Call(name="run", arguments={"command": "'rm' -rf /"}))

@@ -53,14 +53,14 @@ async def test_an_ask_on_a_sink_records_a_medium_finding_and_an_allowed_call_non
     view = stage_view(tmp_path / "home", OPEN)
     stage = policy_mod.build({})
     ctx = context(
-        view, server="sh", target="run_command", arguments={"command": "curl -s https://a.example/x"}
+        view, server="sh", target="run_command", arguments={"command": "curl -s -d a=1 https://a.example/x"}
     )
     await stage.on_request(ctx)  # no approval service: the ask is refused
     assert ctx.notes["findings"] == [
         {
             "rule_id": "ask-shell-network",
             "target": "sinks",
-            "evidence": "fetch https://a.example/x",
+            "evidence": "post https://a.example/x",
             "argument": "command",
             "severity": "medium",
         }

@@ -25,6 +25,7 @@ import re
 from typing import Final
 
 from mcpwall.policy._calls import set_secret_finder
+from mcpwall.policy._calls_secrets import MAYBE_SECRET
 from mcpwall.security._bip39 import WORDS
 from mcpwall.security.dlp import Scanner
 
@@ -53,14 +54,6 @@ _ENV_USUAL: Final = frozenset(
     }
 )
 
-#: What any secret the scanner finds has somewhere: a run of 16 token characters (not counting `/` and `.`,
-#: so that paths and host names do not count), an armour or PuTTY line, an assignment of 8 characters or
-#: more, a password in a URL, a Slack webhook, a JWT. A text without one is not scanned
-#: (most argument texts: words, short paths, numbers), which keeps `prepare` cheap.
-_MAYBE_SECRET = re.compile(
-    r"[A-Za-z0-9+=_~-]{16}|BEGIN|Private-Lines|[=:]\s*[\"']?[^\s\"'/]{8}|"
-    r"://[^\s/@]+:[^\s/@]+@|hooks\.slack\.com|eyJ"
-)
 _SCANNER: list[Scanner] = []
 
 
@@ -103,7 +96,7 @@ def env_dump(text: str) -> bool:
 
 def secret_types(text: str) -> tuple[str, ...]:
     """The types of the secrets in one argument text, each once, in the order found."""
-    found = [kind for _, _, kind, _ in _scanner().spans(text)] if _MAYBE_SECRET.search(text) else []
+    found = [kind for _, _, kind, _ in _scanner().spans(text)] if MAYBE_SECRET.search(text) else []
     if seed_phrase(text):
         found.append("seed-phrase")
     if env_dump(text):

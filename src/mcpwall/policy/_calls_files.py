@@ -1,0 +1,134 @@
+"""The files a command line touches: its redirections, its programs' operands, globs that name a file.
+
+`cat /etc/passwd` touches `/etc/passwd` as `read_file /etc/passwd` does; `echo x >> ~/.bashrc`,
+`tee -a`, `cp`/`mv` targets and `sed -i` write theirs. Paths keep their home as `~` (`$HOME/x`
+is `~/x`), the form rules about dot files are written for. A glob operand that matches a file an
+attacker names that way (`cat /e*c/pas*wd`) touches that file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Final
+
+from mcpwall.policy._calls_args import FILES, WRITES, Fact
+
+#: Programs whose (non-option) operands they write: all of them, or only the last.
+_WRITES_ALL = frozenset(
+    {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncate", "chmod", "chown", "chgrp", "chattr",
+     "vi", "vim", "nvim", "nano", "emacs", "ed", "crontab"}
+)
+_WRITES_LAST = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
+_PATHISH = re.compile(
+    r"^(?:~|\.{1,2}/|/|\$\{?HOME\}?/|[A-Za-z]:\\)|/|^\.[A-Za-z0-9_][\w.-]*$|^[\w.-]+\.[A-Za-z]\w{0,9}$"
+)
+_BLANK: Final = re.compile(r"\s")
+_NOWHERE: Final = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_REDIRECT = re.compile(r"^(.*?)(\d?&?>>?|<)(.*)$")
+
+
+def basename(word: str) -> str:
+    """A program's name as a command line names it: the last part of its path, lower-cased."""
+    return word.rstrip("/").rpartition("/")[2].rpartition("\\")[2].lower()
+
+
+def home(path: str) -> str:
+    """`$HOME/x` and `${HOME}/x` as `~/x` (the form rules about dot files are written for)."""
+    if path.startswith("$HOME"):
+        return "~" + path[5:]
+    if path.startswith("${HOME}"):
+        return "~" + path[7:]
+    return path
+
+
+def single_path(text: str) -> bool:
+    """Whether a (stripped) text is one path and nothing else: absolute, home, relative or a file: URL."""
+    return (
+        (text[:1] in ("/", "~", ".") or text.startswith(("$HOME", "${HOME}", "file:")))
+        and len(text) <= 4096
+        and _BLANK.search(text) is None
+    )
+
+
+def redirections(words: list[str], out: list[Fact]) -> list[str]:
+    """The words without their redirections; each redirection's file is touched (and written, for `>`)."""
+    kept: list[str] = []
+    pending = ""
+    for word in words:
+        if pending:
+            target = home(word)
+            if not target.startswith("&") and target not in _NOWHERE:
+                out.append((FILES, target))
+                if pending == ">":
+                    out.append((WRITES, target))
+            pending = ""
+            continue
+        m = _REDIRECT.match(word) if (">" in word or word.startswith("<")) else None
+        if m is None or word.startswith("<("):
+            kept.append(word)
+            continue
+        before, op, after = m.groups()
+        if before and not before.isdigit():
+            kept.append(before)
+        kind = "<" if op == "<" else ">"
+        if after:
+            target = home(after)
+            if not target.startswith("&") and target not in _NOWHERE:
+                out.append((FILES, target))
+                if kind == ">":
+                    out.append((WRITES, target))
+        else:
+            pending = kind
+    return kept
+
+
+def file_operands(program: str, args: list[str], out: list[Fact]) -> None:
+    """The paths among a program's operands (and `--opt=path` values) are touched; some programs write them."""
+    operands: list[str] = []
+    for word in args:
+        if word.startswith("-"):
+            _, eq, value = word.partition("=")
+            if eq and _PATHISH.search(value) and "://" not in value:
+                operands.append(value)
+            continue
+        if "://" in word or "$(" in word:
+            continue
+        if program == "dd" and word.startswith(("if=", "of=")):
+            out.append((FILES, home(word[3:])))
+            if word.startswith("of="):
+                out.append((WRITES, home(word[3:])))
+            continue
+        if _PATHISH.search(word) and "=" not in word:
+            operands.append(word)
+    for path in operands:
+        out.append((FILES, home(path)))
+        out.extend((FILES, target) for target in _globbed(home(path)))
+    if program in _WRITES_ALL:
+        out.extend((WRITES, home(p)) for p in operands)
+    elif program in _WRITES_LAST and len(operands) >= 2:
+        out.append((WRITES, home(operands[-1])))
+    elif program == "sed" and any(a.startswith("-i") or a == "--in-place" for a in args):
+        out.extend((WRITES, home(p)) for p in operands)
+
+
+#: Files an attacker names by a glob (`cat /e*c/pas*wd`): a glob operand that matches one is that file.
+_GLOB_TARGETS: Final = (
+    "/etc/passwd", "/etc/shadow", "/etc/sudoers", "/etc/gshadow", "/etc/hosts", "~/.ssh/id_rsa",
+    "~/.ssh/id_ed25519", "~/.ssh/authorized_keys", "~/.aws/credentials", "~/.bash_history", "~/.bashrc",
+    "~/.zshrc", "~/.git-credentials", "~/.netrc", "~/.kube/config", "~/.docker/config.json", ".env",
+    "/proc/self/environ", "/root/.ssh/id_rsa",
+)
+
+
+def _globbed(path: str) -> list[str]:
+    if not any(c in path for c in "*?["):
+        return []
+    return [
+        t
+        for t in _GLOB_TARGETS
+        if fnmatch.fnmatchcase(t, path) or fnmatch.fnmatchcase(t, "~/" + path.lstrip("./"))
+    ]
+
+
+__all__ = ["basename", "file_operands", "home", "redirections", "single_path"]

