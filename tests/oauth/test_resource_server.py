@@ -3,7 +3,7 @@
 Strategy: one real `mcpwall proxy` process whose policy.yaml `auth:` trusts the session's real
 Glewlwyd (tests/oauth/glewlwyd.py), in front of a real stdio server (mcp-server-time) and a
 recording HTTP upstream (tests/oauth/recorder.py, which writes down every header it is sent).
-Clients: the official Python SDK 2.x with its OAuth support (discovery from the 401, dynamic
+Clients: the official Python SDK 2.x and TypeScript SDK (tests/oauth/ts_client.mjs) with their OAuth support (discovery from the 401, dynamic
 registration, code + PKCE at Glewlwyd, a user's login driven over httpx as a browser would), and
 raw HTTP requests for the refusals, each of which must carry the challenge a client acts on.
 Forged tokens are built from a real token's claims, so only the attacked property differs.
@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -386,3 +387,26 @@ async def test_the_python_sdk_steps_up_on_insufficient_scope_and_the_call_then_s
     assert len(urls) == 2  # the login, then the step-up for mcp:admin
     assert "mcp%3Aadmin" in urls[1]
     assert "mcp%3Atools" in urls[1]
+
+
+# ---------------------------------------------------------------------- the TypeScript SDK's OAuth client
+
+
+def test_the_typescript_sdk_logs_in_through_discovery_and_calls_a_tool(rs: Setup) -> None:
+    proc = subprocess.Popen(["node", str(HERE / "ts_client.mjs"), f"{rs.gw.url}/mcp", "time__get_current_time",
+                             json.dumps({"timezone": "UTC"})], cwd=HERE.parents[1], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdin is not None
+        first = json.loads(proc.stdout.readline())
+        answer = rs.glewlwyd.redirect(first["authorize"], "bob")  # bob's browser at Glewlwyd's login
+        proc.stdin.write(urllib.parse.urlencode(answer) + "\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode == 0, err[-2000:]
+    assert "datetime" in json.loads(out.strip().splitlines()[-1])["result"]["content"][0]["text"]
