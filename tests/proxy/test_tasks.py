@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, Request, RequestParams, Result
 
 from mcpwall._token import ensure_named_token
-from tests.harness import build_gateway, serve_http, token
+from tests.harness import MemoryClient, build_gateway, running, serve_http, token
 from tests.proxy.harness import EVERYTHING, ROOT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(240)]
@@ -99,7 +99,7 @@ def report(answer: dict[str, Any]) -> str:
     return "\n".join(c.get("text", "") for c in answer["content"] if c.get("type") == "text")
 
 
-def rows(gw: dict[str, Any], marker: str) -> list[tuple[str, str, str, str]]:
+def rows(gw: dict[str, Any], marker: str) -> list[tuple[Any, ...]]:
     """The ledger's tool_calls rows of the research tool whose request names `marker` (decision, outcome,
     response preview, error code), once the writer committed them."""
     with contextlib.closing(sqlite3.connect(gw["home"] / "ledger.db")) as db:
@@ -107,8 +107,8 @@ def rows(gw: dict[str, Any], marker: str) -> list[tuple[str, str, str, str]]:
                                "WHERE request_preview LIKE ? AND tool_name = ?", (f"%{marker}%", RESEARCH)))
 
 
-async def settled_rows(gw: dict[str, Any], marker: str, want: int = 1) -> list[tuple[str, str, str, str]]:
-    found: list[tuple[str, str, str, str]] = []
+async def settled_rows(gw: dict[str, Any], marker: str, want: int = 1) -> list[tuple[Any, ...]]:
+    found: list[tuple[Any, ...]] = []
     for _ in range(50):
         found = rows(gw, marker)
         if len(found) >= want:
@@ -129,7 +129,8 @@ async def test_a_task_call_through_both_http_endpoints_ends_with_its_result(gw: 
         assert f"Research Report: {topic}" in report(done["result"])
         # The client holds the gateway's id, never the server's, and the result names the same one.
         mapped = gw["gateway"].router.tasks.by_id[done["created"]]
-        assert mapped.upstream_id != done["created"] and mapped.server == "everything"
+        assert mapped.upstream_id != done["created"]
+        assert mapped.server == "everything"
         assert done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == done["created"]
 
 
@@ -150,7 +151,9 @@ async def test_a_task_result_carrying_secrets_is_masked_as_a_tools_call_result_i
         assert f"[REDACTED-{kind}]" in direct, kind  # as the same text in a plain call's result
     # The ledger's one row holds the masked result too.
     (row,) = await settled_rows(gw, "leak AKIA")
-    assert row[0] == "allow" and "[REDACTED-aws-access-key]" in row[2] and SECRETS["aws-access-key"] not in row[2]
+    assert row[0] == "allow"
+    assert "[REDACTED-aws-access-key]" in row[2]
+    assert SECRETS["aws-access-key"] not in row[2]
 
 
 async def test_a_honeytoken_planted_in_a_task_result_trips_the_wire_when_used(gw: dict[str, Any]) -> None:
@@ -192,7 +195,8 @@ async def test_another_principal_cannot_read_cancel_or_list_the_task(gw: dict[st
     assert (await ts(gw, "/mcp", "get", tid))["status"] == "cancelled"
     # An unknown id is answered exactly as someone else's is.
     unknown = await ts(gw, "/mcp", "get", "no-such-task")
-    assert unknown["error"]["code"] == -32602 and "not found" in unknown["error"]["message"]
+    assert unknown["error"]["code"] == -32602
+    assert "not found" in unknown["error"]["message"]
     (row,) = await settled_rows(gw, "private plans")
     assert row[0] == "cancelled"
 
@@ -233,7 +237,37 @@ async def test_a_task_whose_result_is_never_fetched_still_gets_its_one_row(
         found = list(db.execute("SELECT decision, outcome, notes FROM tool_calls WHERE tool_name = ?", (RESEARCH,)))
     assert len(found) == 1, found
     decision, outcome, notes = found[0]
-    assert decision == "allow" and "the gateway stopped before the task's result was fetched" in notes
+    assert (decision, outcome) == ("allow", "ok")
+    assert "the gateway stopped before the task's result was fetched" in notes
+
+
+async def test_tasks_on_the_stdio_frontend_are_mapped_bound_and_policed(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The same table behind `--stdio` sessions (in process): two agents, one task each way."""
+    home = tmp_path_factory.mktemp("gw-tasks-stdio")
+    async with running(home, POLICY, {"everything": EVERYTHING}) as gw_:
+        gateway = gw_.gateway
+        assert await gateway.servers["everything"].wait_ready(60)
+        mine = MemoryClient(gateway, principal="agent-a")
+        theirs = MemoryClient(gateway, principal="agent-b")
+        for c in (mine, theirs):
+            await c.initialize()
+        created = await mine.request("tools/call", {"name": f"everything__{RESEARCH}", "task": {"ttl": 60000},
+                                                    "arguments": {"topic": "stdio " + SECRETS["slack-token"]}})
+        tid = created["result"]["task"]["taskId"]
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            refused = await theirs.request(method, {"taskId": tid})
+            assert refused["error"]["code"] == -32602, (method, refused)
+        assert (await theirs.request("tasks/list"))["result"]["tasks"] == []
+        assert [t["taskId"] for t in (await mine.request("tasks/list"))["result"]["tasks"]] == [tid]
+        answer = await mine.request("tasks/result", {"taskId": tid})  # blocks until the task ends
+        text = report(answer["result"])
+        assert "Research Report: stdio [REDACTED-slack-token]" in text
+        assert SECRETS["slack-token"] not in text
+        assert (await mine.request("tasks/get", {"taskId": tid}))["result"]["status"] == "completed"
+    with contextlib.closing(sqlite3.connect(home / "ledger.db")) as db:
+        found = list(db.execute("SELECT decision, outcome FROM tool_calls WHERE tool_name = ?", (RESEARCH,)))
+    assert found == [("allow", "ok")]
 
 
 # ---------------------------------------------------------------------- the 2026-07-28 extension
@@ -309,7 +343,9 @@ async def test_a_modern_client_runs_a_legacy_servers_task_through_the_extension(
         text = "\n".join(getattr(item, "text", "") for item in answer.content)
         assert "Research Report: modern leak [REDACTED-github-token]" in text
         assert SECRETS["github-token"] not in text
-        assert ext.polled[-1].status == "completed" and len(ext.polled) >= 2
+        assert ext.polled[-1].status == "completed"
+        assert len(ext.polled) >= 2
         assert ext.polled[-1].task_id in gw["gateway"].router.tasks.by_id  # the gateway's id
     found = await settled_rows(gw, "modern leak", want=2)
-    assert len(found) == 2 and {r[1] for r in found} == {"ok"}  # one row per call, two calls
+    assert len(found) == 2
+    assert {r[1] for r in found} == {"ok"}
