@@ -10,8 +10,9 @@ adopts it after `server/discover`) with sampling and elicitation callbacks, on `
 answer in it, and the call has one ledger row whose notes count its rounds. Adversarial retries
 are raw POSTs holding the state of a real round: another principal's token, the state edited in
 several ways, a stale or expired state, an answer for a key never asked, changed arguments after
-an approval, a secret the session was shown sent back in an answer, and sampling while
-`allowSampling` is false. A Recorder stage shows each call's notes as the ledger gets them.
+an approval, a secret the session was shown or a planted decoy credential sent back in an
+answer (several spellings each), sampling while `allowSampling` is false, and more waiting calls
+than a principal may have. A Recorder stage shows each call's notes as the ledger gets them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import re
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -52,6 +54,7 @@ rules:
     agents: [carol]
     action: ask
     timeoutMs: 30000
+honeytokens: {{enabled: true, tools: [get-sum]}}
 stages:
   ratelimit: {{requestsPerMinute: 0}}
 """
@@ -425,3 +428,35 @@ async def test_a_principal_has_a_bounded_number_of_calls_waiting_for_its_input(g
         _, final = await post(gw, call(420 + n, ELICIT, {}, inputResponses={"mcpwall-1": ANSWER},
                                        requestState=first["requestState"]), who, path)
         assert "Ada" in json.dumps(final["result"]["content"])
+
+
+async def test_a_decoy_credential_sent_back_in_an_answer_trips_the_honeytoken_wire(gw: dict[str, Any]) -> None:
+    _, planted = await post(gw, call(501, "get-sum", {"a": 1, "b": 2}), gw["bob"])
+    text = json.dumps(planted["result"]["content"])
+    decoys = [re.search(pattern, text) for pattern in (r"ghp_[A-Za-z0-9]{36}", r"AKIA[A-Z0-9]{16}",
+                                                        r"postgresql://[^\\\s\"]+")]
+    assert all(decoys), text  # planted by the gateway in this result
+    spellings = [{"name": decoys[0].group(0)}, {"name": f"token: {decoys[1].group(0)} thanks"},  # type: ignore[union-attr]
+                 {"homepage": decoys[2].group(0)}]  # type: ignore[union-attr]
+    for n, content in enumerate(spellings):
+        first = await asked(gw, 510 + 2 * n, bearer=gw["alice"])  # another principal: decoys are everyone's
+        _, final = await post(gw, call(511 + 2 * n, ELICIT, {}, requestState=first["requestState"],
+                                       inputResponses={"mcpwall-1": {"action": "accept", "content": content}}),
+                              gw["alice"])
+        assert content[next(iter(content))] not in json.dumps(final)  # the server never had it
+    assert await tripped_rows(gw, 3) == 3  # one withheld answer per spelling, each in its call's row
+
+
+async def tripped_rows(gw: dict[str, Any], want: int) -> int:
+    """How many calls' ledger rows say an answer was withheld by the honeytoken tripwire."""
+    count = 0
+    for _ in range(100):
+        with contextlib.closing(sqlite3.connect(gw["home"] / "ledger.db")) as db:
+            rows = [json.loads(n) for (n,) in db.execute("SELECT notes FROM tool_calls WHERE tool_name = ?",
+                                                           (ELICIT,))]
+        count = sum(1 for n in rows if n.get("mrtr", {}).get("answered") == [] and any(
+            "honeytoken" in w["reason"] for w in n["mrtr"].get("withheld", [])))
+        if count >= want:
+            break
+        await anyio.sleep(0.1)
+    return count
