@@ -32,3 +32,7 @@ def _anchors_in_a_temporary_dir(tmp_path_factory: pytest.TempPathFactory) -> Non
     import os
 
     os.environ.setdefault("MCPWALL_ANCHOR_DIR", str(tmp_path_factory.mktemp("anchors")))
+    # upstream OAuth grants (issue 26): the file store's keys in this run's directory, never the user's
+    # ~/.config, and never a desktop keyring
+    os.environ.setdefault("MCPWALL_KEY_DIR", str(tmp_path_factory.mktemp("keys")))
+    os.environ.setdefault("MCPWALL_KEYRING", "off")

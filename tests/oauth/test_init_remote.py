@@ -41,6 +41,20 @@ def _init(scan_home: Path, state: Path, *extra: str, input: str | None = None) -
     return result.output
 
 
+async def _whoami_as_configured(state: Path, policy: str, entry: dict) -> str:
+    """`whoami` through a gateway on `state`, called as the rewritten client entry says (its path and
+    its Authorization header; the port is the test gateway's)."""
+    gw = GatewayProcess(state, {}, policy, env=_env(state)).start()
+    try:
+        token = entry["headers"]["Authorization"].removeprefix("Bearer ")
+        async with http_client(f"{gw.url}{urlsplit(entry['url']).path}", token) as client:
+            result = await client.call_tool("whoami", {})
+        assert not result.is_error, result
+        return str(result.content[0].text)  # type: ignore[union-attr]
+    finally:
+        gw.stop()
+
+
 @pytest.fixture
 def initialised(protected, tmp_path: Path) -> tuple[Path, Path, dict]:  # noqa: F811
     scan_home, state, config = _client_home(tmp_path, protected.url)
@@ -58,15 +72,7 @@ async def test_after_init_and_login_the_client_reaches_the_protected_server_thro
     assert protected.url in policy
     # the server comes from the policy init wrote: no --url
     login(state, glewlwyd, protected.url, "alice", use_url=False)
-    gw = GatewayProcess(state, {}, policy, env=_env(state)).start()
-    try:
-        token = entry["headers"]["Authorization"].removeprefix("Bearer ")
-        async with http_client(f"{gw.url}{urlsplit(entry['url']).path}", token) as client:
-            result = await client.call_tool("whoami", {})
-        assert not result.is_error, result
-        assert result.content[0].text.startswith("user=alice")  # type: ignore[union-attr]
-    finally:
-        gw.stop()
+    assert (await _whoami_as_configured(state, policy, entry)).startswith("user=alice")
 
 
 def test_declining_leaves_the_remote_server_as_it_was(protected, tmp_path: Path) -> None:  # noqa: F811
@@ -75,3 +81,24 @@ def test_declining_leaves_the_remote_server_as_it_was(protected, tmp_path: Path)
     out = _init(scan_home, state, input="n\n")
     assert "left unchanged" in out
     assert config.read_bytes() == before
+
+
+async def test_a_static_credential_init_finds_moves_to_the_token_store_not_policy_yaml(
+        protected, glewlwyd: Glewlwyd, tmp_path: Path) -> None:  # noqa: F811
+    service = glewlwyd.service_token(resource=protected.url).access_token
+    scan_home, state, config = _client_home(tmp_path, protected.url)
+    config.write_text(json.dumps({"mcpServers": {"prot": {
+        "type": "http", "url": protected.url,
+        "headers": {"Authorization": f"Bearer {service}", "X-Region": "eu"}}}}))
+    _init(scan_home, state, "--yes")
+    policy = (state / "policy.yaml").read_text()
+    assert service not in policy
+    assert "X-Region" in policy  # what is no secret stays
+    for path in state.rglob("*"):
+        if path.is_file() and "backups" not in path.parts:
+            assert service.encode() not in path.read_bytes(), path
+    # the client config's backup (for `uninstall`, byte for byte) holds what the user's file held, privately
+    for backup in (state / "init" / "backups").iterdir():
+        assert backup.stat().st_mode & 0o077 == 0
+    entry = json.loads(config.read_text())["mcpServers"]["prot"]
+    assert f"client={glewlwyd.confidential.client_id}" in await _whoami_as_configured(state, policy, entry)

@@ -67,8 +67,9 @@ def protected(glewlwyd: Glewlwyd, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 def _env(home: Path) -> dict[str, str]:
-    # the file store's key outside the home, never in the real ~/.config; no desktop keyring
-    return {**os.environ, "MCPWALL_KEY_DIR": str(home.parent / f"{home.name}-keys"), "MCPWALL_KEYRING": "off"}
+    # the file store's key outside the home (tests/conftest.py: this run's directory); no desktop keyring
+    return {**os.environ, "MCPWALL_KEY_DIR": os.environ.get("MCPWALL_KEY_DIR") or str(home.parent / "keys"),
+            "MCPWALL_KEYRING": "off"}
 
 
 def _store(home: Path) -> TokenStore:

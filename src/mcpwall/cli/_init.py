@@ -45,6 +45,29 @@ def _show_plan(console: Any, p: Any, scrub: Any) -> None:
         console.print(Text(scrub(f"  skipped {entry.client} {entry.name}: {reason}"), style="dim"), soft_wrap=True)
 
 
+def _secrets_to_store(home: Path, remote: dict[str, Any]) -> dict[str, Any]:
+    """The remote servers as policy.yaml gets them: the credentials found in their headers (an
+    Authorization header, an API key) move into the gateway's encrypted upstream token store as the
+    server's static grant, which the gateway sends for every principal; policy.yaml keeps the rest."""
+    from mcpwall.discovery._secrets import is_inline_secret
+    from mcpwall.oauth import SERVICE, Grant, TokenStore
+
+    store: TokenStore | None = None
+    out: dict[str, Any] = {}
+    for name, spec in remote.items():
+        headers = dict(spec.get("headers") or {})
+        secret = {k: v for k, v in headers.items()
+                  if k.lower() == "authorization" or is_inline_secret(k, str(v))}
+        if not secret:
+            out[name] = spec
+            continue
+        store = store or TokenStore(home)
+        store.put(name, SERVICE, Grant(access_token="", kind="static", headers={k: str(v) for k, v in secret.items()}))
+        kept = {k: v for k, v in headers.items() if k not in secret}
+        out[name] = {**{k: v for k, v in spec.items() if k != "headers"}, **({"headers": kept} if kept else {})}
+    return out
+
+
 def _oauth_candidates(remote: dict[str, Any], rewritten: list[dict[str, Any]]) -> list[str]:
     """Remote servers now routed through the gateway with no static credential of their own: those
     that answer 401 need `mcpwall login NAME` (the gateway's OAuth client, mcpwall.oauth)."""
@@ -180,7 +203,7 @@ def init(mode: str, yes: bool, dry_run: bool, gateway_url: str, mcpwall_path: st
     else:
         if own_policy:
             servers, hosts = previous_seed(state_home) if state == "ours" else ({}, [])
-            servers.update(p.remote if consent else {})
+            servers.update(_secrets_to_store(state_home, p.remote) if consent else {})
             hosts = list(dict.fromkeys(hosts + _remote_hosts(result)))
             summary["policy"] = str(write_policy(state_home, policy_text(mode, hosts, servers, len(result.servers))))
             console.print(f"Wrote policy ({mode} mode) to {summary['policy']}", soft_wrap=True, markup=False)

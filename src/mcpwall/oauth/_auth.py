@@ -124,9 +124,11 @@ class UpstreamAuth(httpx.Auth):
             raise LoginRequired(self.server, principal, str(exc)) from exc
         if grant is None:
             raise LoginRequired(self.server, principal)
-        if grant.expires_within(REFRESH_MARGIN_S):
+        if grant.expires_within(REFRESH_MARGIN_S) and grant.kind != "static":
             grant = await self._renew(key, grant, principal)
-        request.headers["Authorization"] = f"Bearer {grant.access_token}"
+        request.headers.update(grant.headers)
+        if grant.access_token:
+            request.headers["Authorization"] = f"Bearer {grant.access_token}"
         yield request
 
     async def _renew(self, key: str, grant: Grant, principal: str | None) -> Grant:

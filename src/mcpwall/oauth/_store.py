@@ -57,13 +57,16 @@ class Grant:
     #: epoch seconds, None when the server gave no lifetime
     expires_at: float | None = None
     scope: str | None = None
-    #: "user" (authorization code or device code) or "service" (client credentials)
+    #: "user" (authorization code or device code), "service" (client credentials) or "static" (a
+    #: credential `init` found in a client config: sent as it was, never renewed)
     kind: str = "user"
     issuer: str | None = None
     token_endpoint: str | None = None
     #: the RFC 8707 resource the token was requested for
     resource: str | None = None
     client: dict[str, Any] = field(default_factory=dict)
+    #: further headers sent with the token (a static credential's X-Api-Key...)
+    headers: dict[str, str] = field(default_factory=dict)
 
     def expires_within(self, seconds: float, now: float | None = None) -> bool:
         return self.expires_at is not None and (now if now is not None else time.time()) + seconds >= self.expires_at
