@@ -264,3 +264,36 @@ def test_login_of_a_stdio_server_or_unknown_name_is_refused(tmp_path: Path) -> N
     assert out.returncode == 2
     assert "no server 'nosuch'" in out.stderr
 
+
+
+async def test_a_service_credential_is_shared_and_renewed_by_client_credentials(
+        glewlwyd: Glewlwyd, protected: Protected, tmp_path: Path) -> None:
+    home = tmp_path / "svc"
+    env = {**_env(home), "MCPWALL_CLIENT_SECRET": glewlwyd.confidential.secret}
+    out = _run_login(home, protected.url, env, "--service", "--client-id", glewlwyd.confidential.client_id,
+                     "--issuer", glewlwyd.issuer)
+    assert "(service" in out
+    assert glewlwyd.confidential.secret not in out
+    store = _store(home)
+    grant = store.get("prot", "*")
+    assert grant is not None
+    assert grant.kind == "service"
+    grant.expires_at = time.time()  # due: renewed by a new client-credentials grant, not a login
+    store.put("prot", "*", grant)
+    bob = ensure_named_token(home, "bob")[0]
+    gw = GatewayProcess(home, {"prot": {"url": protected.url}}, env=_env(home)).start()
+    try:
+        for token in (gw.token, bob):
+            assert f"client={glewlwyd.confidential.client_id}" in await _whoami(gw, token)
+    finally:
+        gw.stop()
+    renewed = _store(home).get("prot", "*")
+    assert renewed is not None
+    assert renewed.access_token != grant.access_token
+
+
+def _run_login(home: Path, url: str, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([MCPWALL, "login", "prot", "--url", url, "--home", str(home), *args], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
