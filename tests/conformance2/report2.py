@@ -30,11 +30,13 @@ def table(results: Results) -> str:
              "gateway, a known gap listed below; `n/a`: does not apply on this path; `–`: not run in CI on this "
              "path (a process per scenario; `MCPWALL_CONFORMANCE_FULL=1` runs it)."
              + (" This run was the full matrix." if results.get("full") else "")]
+    eras = results.get("upstream_eras") or {}
+    if eras:
+        lines += ["", "The revision the gateway spoke to each upstream in this run (`mcpwall proxy`'s log): "
+                  + ", ".join(f"`{name}` {era}" for name, era in sorted(eras.items())) + "."]
     for revision in REVISIONS:
         cells_by_path: dict[str, dict[str, str]] = results["server"].get(revision, {})
-        lines += ["", f"**{revision}** (upstream: the gateway opens it with `initialize`, so the 2026-07-28 "
-                      "rows are a modern client in front of a legacy-era upstream)" if revision == REVISIONS[1]
-                  else f"**{revision}**", "",
+        lines += ["", f"**{revision}**", "",
                   "| scenario | " + " | ".join(f"`{p.name}`" for p in PATHS) + " |",
                   "|---|" + "---|" * len(PATHS)]
         for scenario in REQUIRED[revision]:

@@ -14,7 +14,7 @@ mode) with `--insecure-no-auth`, as in tests/conformance.
 
 The rule is per check: a check that passes on the path's control (direct-http
 for an HTTP frontend, direct-stdio for a bridged one) passes through the
-gateway. What the gateway cannot do yet is KNOWN_GAPS, checked strictly: a gap
+gateway. What the gateway cannot do yet is in `_GAPS`, by upstream kind, checked strictly: a gap
 that closes fails its test until it is dropped from the list. Every path's run
 happens once, all paths at once, in the module fixture; the last test compares
 docs/CONFORMANCE.md's 0.2.x table with this run's.
@@ -23,6 +23,7 @@ docs/CONFORMANCE.md's 0.2.x table with this run's.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -53,23 +54,43 @@ from tests.conformance2.runner2 import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
-_MRTR = ("the gateway opens its upstream with `initialize` and does not yet turn the server's "
-         "elicitation, sampling and roots requests into an InputRequiredResult for a 2026-07-28 client "
-         "(issue 24 items 2 and 3, multi round-trip requests)")
-#: Scenarios that fail through every gateway path where they run, with the reason (issue 24, open items).
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    **{(MODERN, s): _MRTR for s in REQUIRED[MODERN] if s.startswith("input-required-result-") and s not in {
-        "input-required-result-missing-input-response", "input-required-result-unsupported-methods",
-        "input-required-result-ignore-extra-params", "input-required-result-validate-input"}},
-    (MODERN, "server-stateless"): (
-        "test_missing_capability runs although the client declared no sampling: the upstream sees the "
-        "capabilities of the gateway's own `initialize`, not the client's per-request ones (issue 24 item 2); "
-        "on the stdio frontends, a request without `_meta` after `server/discover` gets -32601, not -32602"),
+_STDIO_MRTR = ("a stdio upstream's elicitation, sampling and roots requests are not turned into an "
+               "InputRequiredResult for a 2026-07-28 client (the gateway answers the server \"cannot route "
+               "elicitation/create\"), while an HTTP upstream's are (issue 24 item 3)")
+_KEYS = ("the upstream is of the handshake era (opened with `initialize`), so its questions come one at a time as "
+         "server-to-client requests, without the keys the scenario expects (`user_name`, ...): the gateway "
+         "names them itself and asks one per round (issue 24 item 2: the upstream's own era)")
+_CAPS = ("the handshake-era upstream sees the capabilities of the gateway's own `initialize`, not the "
+         "client's per-request ones, so it asks for what the client did not declare (issue 24 item 2)")
+_GAPS: dict[tuple[str, str], dict[str, str]] = {
+    (MODERN, "input-required-result-basic-elicitation"): {"stdio": _STDIO_MRTR, "http": _KEYS},
+    (MODERN, "input-required-result-basic-sampling"): {"stdio": _STDIO_MRTR},
+    (MODERN, "input-required-result-basic-list-roots"): {
+        "stdio": _STDIO_MRTR, "http": "a server's roots/list request is not turned into an InputRequiredResult"},
+    (MODERN, "input-required-result-request-state"): {"stdio": _STDIO_MRTR},
+    (MODERN, "input-required-result-multiple-input-requests"): {"stdio": _STDIO_MRTR, "http": _KEYS},
+    (MODERN, "input-required-result-multi-round"): {"stdio": _STDIO_MRTR},
+    (MODERN, "input-required-result-non-tool-request"): {"stdio": _STDIO_MRTR},
+    (MODERN, "input-required-result-result-type"): {"stdio": _STDIO_MRTR},
+    (MODERN, "input-required-result-tampered-state"): {"stdio": _STDIO_MRTR},
+    (MODERN, "input-required-result-capability-check"): {"stdio": _CAPS, "http": _CAPS},
+    (MODERN, "server-stateless"): {
+        "stdio": _CAPS + "; on the stdio frontends, a request without `_meta` after `server/discover` also gets "
+                 "-32601, not -32602", "http": _CAPS},
 }
+
+
+def known_gap(path: Path2, revision: str, scenario: str) -> str | None:
+    """Why a scenario fails through this path today (issue 24's open items), or None."""
+    return _GAPS.get((revision, scenario), {}).get(path.upstream) if path.gateway else None
+
+
 #: Checks of the HTTP transport that the stdio bridge does not make (it compares no header with the body and
 #: takes every `initialize` for a handshake client's): they fail on direct-stdio, the bridged paths' control.
 BRIDGE_CHECKS = frozenset({"sep-2575-http-server-header-mismatch-400",
                            "sep-2575-http-server-method-not-found-404-initialize"})
+#: the gateway's log line for an upstream it opened: `[ref] ready (stdio: ..., 2025-11-25)`
+_READY = re.compile(r"\[(\w+)\] ready \([^,]*, ([0-9-]+)\)")
 DIRECT = [p for p in PATHS if not p.gateway]
 GATEWAY = [p for p in PATHS if p.gateway]
 
@@ -160,9 +181,9 @@ def test_a_check_that_passes_directly_passes_through_mcpwall(runs: Runs, path: s
     control = runs.outcome(spec.control, revision, scenario)
     outcome = runs.outcome(path, revision, scenario)
     lost = sorted(_passed(control) & _failed(outcome))
-    if (revision, scenario) in KNOWN_GAPS:
-        assert lost or not outcome.checks, (
-            f"{scenario} passes through {path} now: drop it from KNOWN_GAPS ({KNOWN_GAPS[revision, scenario]})")
+    gap = known_gap(spec, revision, scenario)
+    if gap is not None:
+        assert lost or not outcome.checks, f"{scenario} passes through {path} now: drop it from _GAPS ({gap})"
         return
     assert outcome.checks, f"{scenario} did not run through {path} ({runs.where(path, revision)})"
     assert not lost, (f"gateway bug: {scenario} through {path} ({revision}) fails {lost} that pass on "
@@ -180,9 +201,11 @@ def test_the_pass_table_in_docs_is_the_one_this_run_produced(runs: Runs) -> None
             return "pass" if failed <= (BRIDGE_CHECKS if path.bridged else frozenset()) else "FAIL"
         if not _passed(runs.outcome(path.control, revision, scenario)) & failed:
             return "pass"
-        return "gap" if (revision, scenario) in KNOWN_GAPS else "FAIL"
+        return "gap" if known_gap(path, revision, scenario) else "FAIL"
 
-    results = {"full": full(), "seconds": runs.seconds,
+    gateway_log = runs.paths.logs.get("gateway")
+    eras = dict(_READY.findall(gateway_log.read_text(errors="replace"))) if gateway_log else {}
+    results = {"full": full(), "seconds": runs.seconds, "upstream_eras": eras,
                "server": {r: {p.name: {s: cell(p, r, s) for s in p.scenarios(r)} for p in PATHS} for r in REVISIONS}}
     report2.save(results)
     if os.environ.get("MCPWALL_UPDATE_CONFORMANCE_DOC") == "1":
