@@ -5,7 +5,8 @@ Strategy: one gateway (tests.harness, served by uvicorn, bearer tokens on) in fr
 a 2025-11-25 task (`execution.taskSupport: required`) and echoes its `topic` into the report the
 task ends with. The policy lets credentials reach the server in arguments (`dlp.arguments: off`),
 so a secret comes back only in the task's result; honeytokens are planted; one rule denies a
-research `topic` of "forbidden". Legacy clients are the TypeScript SDK's experimental tasks API
+research `topic` of "forbidden" and a response rule withholds a result naming CLASSIFIED-XYZ.
+Legacy clients are the TypeScript SDK's experimental tasks API
 (tests/proxy/clients/tasks_client.mjs, one process and one session per step, so a task is also
 reached from a session other than the one that created it); the modern client is the Python SDK
 2.x pinned to 2026-07-28 with a `ClientExtension` that claims `resultType: "task"` and polls
@@ -50,6 +51,7 @@ rules:
     argConstraints:
       - {argName: topic, constraint: notIn, values: [forbidden]}
     action: allow
+  - {id: no-classified-results, target: response, match: contains, values: [CLASSIFIED-XYZ], action: deny}
 dlp: {arguments: off}
 honeytokens: {enabled: true, tools: [simulate-research-query]}
 stages:
@@ -169,6 +171,16 @@ async def test_a_honeytoken_planted_in_a_task_result_trips_the_wire_when_used(gw
         used = await ts(gw, "/mcp", "start", f"everything__{RESEARCH}", json.dumps({"topic": spelling}))
         assert used["error"]["code"] == -32001, used
         assert "honeytoken" in used["error"]["message"]
+
+
+async def test_a_response_rule_withholds_a_task_result_as_it_withholds_a_call_result(gw: dict[str, Any]) -> None:
+    for spelling in ("CLASSIFIED-XYZ", "the CLASSIFIED-XYZ files"):
+        done = await ts(gw, "/mcp", "run", f"everything__{RESEARCH}", json.dumps({"topic": spelling}))
+        assert done.get("result") is None, done  # the report named it: not delivered
+        assert done["error"]["code"] == -32001, done
+        assert "withheld" in done["error"]["message"]
+    found = await settled_rows(gw, "CLASSIFIED-XYZ", want=2)
+    assert [(r[0], r[3]) for r in found] == [("deny", -32001), ("deny", -32001)]
 
 
 async def test_another_principal_cannot_read_cancel_or_list_the_task(gw: dict[str, Any]) -> None:
