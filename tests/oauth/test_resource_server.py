@@ -248,6 +248,21 @@ def test_a_token_for_one_server_does_not_open_another_or_the_aggregate(rs: Setup
         assert _challenge(r)["resource_metadata"].endswith(f"oauth-protected-resource{path}")
 
 
+def test_made_up_kids_do_not_make_the_gateway_fetch_the_issuers_keys_each_time(rs: Setup) -> None:
+    claims = jwt.decode(rs.token("alice"), options={"verify_signature": False})
+    attacker = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def fetches() -> int:
+        health = httpx.get(f"{rs.gw.url}/health", headers=rs.gw.headers).json()
+        return int(health["stages"]["oauth"]["jwks_fetches"])
+
+    before = fetches()
+    for i in range(8):
+        token = jwt.encode(claims, attacker, algorithm="RS256", headers={"kid": f"made-up-{i}"})
+        assert rs.post(INIT, token).status_code == 401
+    assert fetches() - before <= 1  # one refetch per REFETCH_MIN_S at most, whatever the kids
+
+
 # ---------------------------------------------------------------------- accepted tokens
 
 

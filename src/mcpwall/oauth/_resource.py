@@ -347,7 +347,8 @@ class ResourceServer:
             await keys.close()
 
     def status(self) -> dict[str, Any]:
-        return {**self.counts, "issuers": list(self.issuers), "resource": self.config.resource}
+        return {**self.counts, "issuers": list(self.issuers), "resource": self.config.resource,
+                "jwks_fetches": sum(keys.fetches for keys in self.issuers.values())}
 
 
 __all__ = ["Principal", "Refused", "ResourceServer"]
