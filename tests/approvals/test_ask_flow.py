@@ -176,10 +176,9 @@ async def test_with_via_elicitation_the_users_answer_in_the_client_releases_or_r
         tmp_path: Path) -> None:
     policy = ask_policy(extra="  approvals: {viaElicitation: true}\n")
     asked: list[types.ElicitRequestParams] = []
-    # Elicitation is a server-to-client request of the handshake era (MRTR in 2026-07-28, issue 24 item 3)
+    # In the SDK's default mode: a 2026-07-28 client is asked in an input round (MRTR, issue 24 item 3)
     async with served(tmp_path, policy) as gw, \
-            http_client(f"{gw.url}/mcp", gw.token, elicitation_callback=_elicitation(asked, True),
-                        mode="legacy") as client:
+            http_client(f"{gw.url}/mcp", gw.token, elicitation_callback=_elicitation(asked, True)) as client:
         result = await asyncio.wait_for(client.call_tool("ev__echo", {"message": "asked in the client"}), 20)
         assert _text(result) == "Echo: asked in the client"
         assert len(asked) == 1
@@ -188,8 +187,7 @@ async def test_with_via_elicitation_the_users_answer_in_the_client_releases_or_r
         assert row["notes"]["approval"]["via"] == "elicitation"
     refusing: list[types.ElicitRequestParams] = []
     async with served(tmp_path / "2", policy) as gw, \
-            http_client(f"{gw.url}/mcp", gw.token, elicitation_callback=_elicitation(refusing, False),
-                        mode="legacy") as client:
+            http_client(f"{gw.url}/mcp", gw.token, elicitation_callback=_elicitation(refusing, False)) as client:
         with pytest.raises(MCPError) as refused:
             await asyncio.wait_for(client.call_tool("ev__echo", {"message": "no"}), 20)
         assert "denied by a person" in refused.value.message

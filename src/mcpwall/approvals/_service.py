@@ -35,6 +35,7 @@ from mcpwall.approvals._book import ApprovalBook, CallView, call_hash
 from mcpwall.approvals._elicit import Elicitor
 from mcpwall.pipeline import Reject, RequestContext
 from mcpwall.protocol import ErrorCode, notification
+from mcpwall.protocol.mrtr import declares
 from mcpwall.state import StateStore
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class Approvals:
         self._tell("pending", record)
         started = time.monotonic()
         helpers = [asyncio.ensure_future(self._progress(ctx, record, started))]
-        if self.via_elicitation and ctx.session.supports("elicitation"):
+        if self.via_elicitation and (ctx.session.supports("elicitation") or declares(ctx.params, "elicitation")):
             helpers.append(asyncio.ensure_future(self._elicit(ctx, record)))
         note: dict[str, Any] = {"id": approval_id, "status": "pending", "call_hash": record["call_hash"]}
         ctx.notes["approval"] = note

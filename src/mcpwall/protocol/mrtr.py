@@ -49,6 +49,7 @@ __all__ = [
     "Claims",
     "InvalidState",
     "call_digest",
+    "declares",
     "input_required",
     "retry_parts",
     "seal",
@@ -126,6 +127,14 @@ def unseal(key: bytes, token: Any, principal: str, now_ms: int, rid: RequestId |
         raise InvalidState("Expired requestState: the gateway waited too long for this retry and gave the "
                            "call up; call the tool again", rid, "expired")
     return claims
+
+
+def declares(params: Any, capability: str) -> bool:
+    """Whether a modern request's `_meta` declares the client `capability` (its per-request
+    clientCapabilities: what the gateway may ask of it in an input round)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    caps = meta.get("io.modelcontextprotocol/clientCapabilities") if isinstance(meta, dict) else None
+    return isinstance(caps, dict) and caps.get(capability) not in (None, False)
 
 
 def retry_parts(params: dict[str, Any]) -> tuple[dict[str, Any], Any, Any]:

@@ -17,7 +17,10 @@ same form, from `_bridge`). The gateway joins the two:
   answered by the gateway before that, never by a client; sampling is refused
   there when `allowSampling` is false). The question leaves DLP-masked, keyed
   `mcpwall-N`; one the client did not declare the capability for is refused
-  to the server as the legacy path refuses it.
+  to the server as the legacy path refuses it. The gateway's own question on
+  the call's way (an `ask` put to the client's user when the policy allows
+  `approvals.viaElicitation`) is asked the same way, its answer handed to the
+  message taps where the approval service reads it.
 - The retry: its `requestState` (protocol/mrtr.py: HMAC under a key this
   process made at start, over the hold, the round, the expiry, the principal's
   tag and a digest of the call) must be this gateway's, unedited, unexpired,
@@ -48,7 +51,7 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +70,7 @@ from mcpwall.protocol.mrtr import (
     unseal,
 )
 from mcpwall.protocol.naming import split
+from mcpwall.proxy._input_answers import Policed, police_input_responses
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
@@ -83,66 +87,22 @@ MAX_WAITING = 16
 _BATCH_S = 0.02
 
 
-@dataclass(frozen=True)
-class Policed:
-    """What the gateway makes of a client's `inputResponses`: per asked key, the JSON-RPC answer for
-    the server (`result`: the client's answer; `error`: the gateway's refusal), the refusals with
-    their reasons, and the keys nobody asked (never forwarded)."""
-
-    replies: dict[str, Message]
-    withheld: list[dict[str, str]]
-    ignored: list[str]
-
-
-def police_input_responses(gateway: Gateway, session: Session, asked: Mapping[str, str],
-                           responses: Mapping[str, Any]) -> Policed:
-    """Decide a client's answers to a server's input requests as the legacy answers are decided.
-
-    `asked` maps each key the server's requests were given to their method; `responses` is the
-    client's `inputResponses`. A sampling answer is refused while `allowSampling` is false; every
-    answer passes the pipeline's client-answer hooks (the honeytoken tripwire, DLP's check for a
-    secret this session was shown) and is refused with BLOCKED (-32001) when one objects. Keys
-    not in `asked` are returned in `ignored`. Used for modern clients' retries here and for any
-    other direction that must decide an `inputResponses` dict.
-    """
-    replies: dict[str, Message] = {}
-    withheld: list[dict[str, str]] = []
-    ignored: list[str] = []
-    for key, value in responses.items():
-        method = asked.get(key)
-        if method is None:
-            ignored.append(str(key)[:100])
-            continue
-        why: str | None
-        if not isinstance(value, dict):
-            why = "the answer is not an object"
-        elif method == "sampling/createMessage" and not gateway.policy.current.allow_sampling:
-            why = "sampling is disabled by policy (allowSampling: false)"
-        else:
-            why = gateway.pipeline.client_answer(session, {"jsonrpc": "2.0", "id": key, "result": value})
-        if why is None:
-            replies[key] = {"jsonrpc": "2.0", "id": key, "result": value}
-            continue
-        log.warning("session %s: %s answer withheld from the server: %s", session.id[:8], method, why)
-        withheld.append({"key": str(key), "method": method, "reason": why})
-        replies[key] = error(key, ErrorCode.BLOCKED, "Blocked by mcpwall: " + why, {"reasons": [why]})
-    return Policed(replies, withheld, ignored)
-
-
 @dataclass
 class _Asked:
-    """One question of a server, waiting for the client's answer."""
+    """One question (a server's, or the gateway's own: an approval), waiting for the client's answer."""
 
-    upstream: UpstreamServer
-    uid: RequestId
+    rid: RequestId
     method: str
     request: Message
+    #: hands the answer (or the gateway's refusal), under `rid`, to whoever asked
+    respond: Callable[[Message], Awaitable[None]]
 
 
 @dataclass(eq=False)
 class Hold:
     """One modern client's call that may need its input: the task running it, its open questions."""
 
+    holds: Holds
     session: Session
     rid: RequestId
     method: str
@@ -168,8 +128,18 @@ class Hold:
         return self.session.principal
 
     async def relay(self, msg: Message) -> None:
-        """What the server sends on the call's way (progress, log lines): to the POST being answered,
-        or, on stdio, to the client outside any request; dropped between an HTTP client's rounds."""
+        """What is sent on the call's way: the gateway's own request (an approval asked of the
+        client, approvals/_elicit) becomes a question of the round, its withdrawal takes it back;
+        progress and log lines go to the POST being answered, or, on stdio, to the client outside
+        any request; they are dropped between an HTTP client's rounds."""
+        if "id" in msg and isinstance(msg.get("method"), str):
+            await self.holds.ask(self, msg, self.holds.to_gateway(self.session, msg["id"]))
+            return
+        if msg.get("method") == "notifications/cancelled" and isinstance(msg.get("params"), dict):
+            rid = msg["params"].get("requestId")
+            if any(a.rid == rid for a in self.asked.values()):
+                self.asked = {k: a for k, a in self.asked.items() if a.rid != rid}
+                return
         if self.live is not None:
             await self.live(msg)
         elif self.session.kind != "http":
@@ -222,7 +192,7 @@ class Holds:
     async def _first(self, session: Session, msg: Message, emit: Emit | None, size: int) -> Message | None:
         params = msg["params"]
         caps = params["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
-        hold = Hold(session, msg["id"], msg["method"], call_digest(msg["method"], params),
+        hold = Hold(self, session, msg["id"], msg["method"], call_digest(msg["method"], params),
                     caps if isinstance(caps, dict) else {})
         self._by_call[(session.id, hold.rid)] = hold
         self._by_id[hold.id] = hold
@@ -270,7 +240,7 @@ class Holds:
             asked = hold.asked.pop(key)
             if "result" in reply:
                 hold.notes["answered"].append({"key": key, "method": asked.method})
-            await asked.upstream.respond({**reply, "id": asked.uid})
+            await asked.respond({**reply, "id": asked.rid})
         return await self._round(hold, msg["id"], emit)
 
     async def _round(self, hold: Hold, rid: RequestId, emit: Emit | None) -> Message | None:
@@ -328,28 +298,42 @@ class Holds:
         hold = self._hold_for(upstream, pending)
         if hold is None:
             return False
-        method, uid = msg["method"], msg["id"]
+        await self.ask(hold, msg, upstream.respond, upstream.name)
+        return True
+
+    async def ask(self, hold: Hold, msg: Message, respond: Callable[[Message], Awaitable[None]],
+                  server: str = "") -> None:
+        """Make `msg`, a request for the client, a question of the hold's next round (DLP-masked), or
+        refuse it through `respond`: a capability the call did not declare, or too many waiting calls."""
+        method, rid = msg["method"], msg["id"]
         capability = CAPABILITY_OF.get(method)
         if capability is None or capability not in hold.caps:
-            await upstream.respond(error(uid, ErrorCode.METHOD_NOT_FOUND, f"mcpwall cannot route {method}: the "
-                                         "calling client did not declare it"))
-            return True
+            await respond(error(rid, ErrorCode.METHOD_NOT_FOUND, f"mcpwall cannot route {method}: the "
+                                "calling client did not declare it"))
+            return
         if not hold.asked and not hold.waiting and self._waiting(hold.principal) >= self.cap:
-            log.warning("[%s] %s refused: %d calls of this client already wait for its input",
-                        upstream.name, method, self.cap)
-            await upstream.respond(error(uid, ErrorCode.BLOCKED, "Blocked by mcpwall: too many calls of this "
-                                         "client are waiting for its input"))
-            return True
+            log.warning("%s refused: %d calls of this client already wait for its input", method, self.cap)
+            await respond(error(rid, ErrorCode.BLOCKED, "Blocked by mcpwall: too many calls of this client "
+                                "are waiting for its input"))
+            return
         key = f"mcpwall-{next(hold._keys)}"
-        masked = self.gw.messages.mask(hold.session.id, msg)
+        masked = self.gw.messages.mask(hold.session.id, msg) if server else msg
         request: Message = {"method": method}
         if "params" in masked:
             request["params"] = masked["params"]
-        hold.asked[key] = _Asked(upstream, uid, method, request)
-        hold.notes["asked"].append({"key": key, "method": method, "server": upstream.name})
+        hold.asked[key] = _Asked(rid, method, request, respond)
+        hold.notes["asked"].append({"key": key, "method": method, "server": server or "(the gateway)"})
         hold.note()
         hold.changed.set()
-        return True
+
+    def to_gateway(self, session: Session, rid: RequestId) -> Callable[[Message], Awaitable[None]]:
+        """The way back for the client's answer to the gateway's own question: its message taps,
+        where the approval service's elicitor reads it (approvals/_elicit)."""
+
+        async def respond(answer: Message) -> None:
+            self.gw.tap(session, "in", {**answer, "id": rid})
+
+        return respond
 
     def _hold_for(self, upstream: UpstreamServer, pending: Pending | None) -> Hold | None:
         if not self._by_call:
@@ -377,8 +361,8 @@ class Holds:
         log.warning("session %s: a held %s expired after %.0f s without the client's retry",
                     hold.session.id[:8], hold.method, self.ttl_s)
         for asked in hold.asked.values():
-            self.gw.spawn(asked.upstream.respond(error(asked.uid, ErrorCode.INTERNAL_ERROR, "mcpwall: the client "
-                                                       "did not answer in time")))
+            self.gw.spawn(asked.respond(error(asked.rid, ErrorCode.INTERNAL_ERROR, "mcpwall: the client did not "
+                                              "answer in time")))
         hold.asked.clear()
         hold.task.cancel()
 
