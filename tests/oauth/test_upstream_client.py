@@ -24,14 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from mcpwall._token import ensure_named_token
 from mcpwall.oauth import OWNER, LoginRequired, TokenStore, UpstreamAuth
 from tests.harness import free_port
 from tests.oauth.glewlwyd import USERS, Glewlwyd
-from tests.proxy.harness import MCPWALL, GatewayProcess, http_client
+from tests.proxy.harness import MCPWALL, PERMISSIVE, GatewayProcess, http_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -297,3 +299,37 @@ def _run_login(home: Path, url: str, env: dict[str, str], *args: str) -> str:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
+
+
+async def test_a_person_from_the_identity_provider_gets_only_their_own_upstream_token(
+        glewlwyd: Glewlwyd, protected: Protected, tmp_path: Path) -> None:
+    """Both sides: the gateway trusts Glewlwyd downstream (policy.yaml `auth:`), so bob and alice
+    reach it as themselves; upstream, bob's call carries bob's grant, and alice, who has none of her
+    own, is told to log in: the owner's grant (also alice's login, but the machine owner's) is never
+    lent to a person the identity provider named."""
+    home = tmp_path / "both"
+    login(home, glewlwyd, protected.url, "alice")
+    login(home, glewlwyd, protected.url, "bob", "--principal", "bob")
+    gw = GatewayProcess(home, {"prot": {"url": protected.url}}, env=_env(home))
+    (home / "policy.yaml").write_text(PERMISSIVE + f"""\
+auth:
+  issuers:
+    - issuer: {glewlwyd.issuer}
+      scopes: [mcp:tools]
+      principalClaim: preferred_username
+""")
+    glewlwyd.allow_resource(f"{gw.url}/mcp/prot")
+    gw.start()
+    try:
+        def downstream(user: str) -> str:
+            return glewlwyd.token_for(user, "mcp:tools", f"{gw.url}/mcp/prot").access_token
+
+        bob = await anyio.to_thread.run_sync(downstream, "bob")
+        assert (await _whoami(gw, bob)).startswith("user=bob")
+        alice = await anyio.to_thread.run_sync(downstream, "alice")
+        async with http_client(f"{gw.url}/mcp/prot", alice) as client:
+            with pytest.raises(MCPError, match=r"requires authorization for principal 'alice': run "
+                                              r"`mcpwall login prot --principal alice`"):
+                await client.call_tool("whoami", {})
+    finally:
+        gw.stop()
