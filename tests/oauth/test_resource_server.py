@@ -275,6 +275,16 @@ def test_a_users_token_calls_tools_as_that_user_without_the_static_token(rs: Set
     # the session is bob's: alice's token cannot use its id
     other = rs.token("alice")
     assert rs.post(NOW, other, session=sid).status_code == 404
+    # and the ledger says bob made the call
+    for _ in range(50):
+        out = subprocess.run([str(Path(sys.executable).parent / "mcpwall"), "logs", "--home", str(rs.gw.home),
+                              "--json"], capture_output=True, text=True, timeout=60)
+        rows = json.loads(out.stdout)["rows"] if out.returncode == 0 else []
+        if any(r["agent_id"] == "bob" and r["tool_name"] == "get_current_time" for r in rows):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"no ledger row of bob's call: {out.stdout[-500:]} {out.stderr[-500:]}")
 
 
 def test_a_missing_scope_is_403_insufficient_scope_and_a_token_with_it_works(rs: Setup) -> None:
