@@ -23,9 +23,8 @@ recorded when its task expires, is cancelled, or the gateway stops.
 A client of 2026-07-28 reaches a legacy server's tasks through the gateway: a
 call to a tool whose `execution.taskSupport` is "required" is task-augmented
 upstream when the client declared the extension, and a terminal `tasks/get`
-fetches the legacy `tasks/result` and inlines it. A legacy server's
-`input_required` is shown to such a client as `working` (its elicitation waits
-on a blocking `tasks/result` a modern client cannot make).
+fetches the legacy `tasks/result` and inlines it. A legacy server's `input_required`
+is shown to it as `working` (that input waits on a blocking `tasks/result`).
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ from mcpwall.proxy._task_shapes import (
     ttl_ms,
 )
 from mcpwall.stages import RequestContext
+from mcpwall.transports._principal import acting_for
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
@@ -234,8 +234,9 @@ class Tasks:
         if upstream.state != "ready" and not await upstream.wait_ready(min(self.gw.options.ready_timeout_s, wait)):
             raise UpstreamError(f"upstream {upstream.name!r} is not available ({upstream.state}: "
                                 f"{upstream.last_error})", "unavailable")
-        answer = await upstream.request(method, {"taskId": entry.upstream_id, **params}, timeout=wait,
-                                        session_id=ctx.session.id, downstream_id=ctx.id, emit=ctx.emit)
+        with acting_for(entry.principal):  # the creating call's upstream grant (mcpwall.oauth)
+            answer = await upstream.request(method, {"taskId": entry.upstream_id, **params}, timeout=wait,
+                                            session_id=ctx.session.id, downstream_id=ctx.id, emit=ctx.emit)
         return {**answer, "id": ctx.id}
 
     async def _get(self, ctx: RequestContext, entry: GatewayTask) -> Message:
