@@ -70,7 +70,8 @@ _CHAIN_SQL = ("BEGIN IMMEDIATE", _HEAD, _TABLES, _INSERT_RULE, _INSERT_BODY, _UP
 Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 #: Rows taken into C at a time by the overlapped writer (see _prepare_batch)
 _CHUNK = 256
-#: While the writer is busy, the head anchor moves at most this often (seconds); see Writer._advance_anchor
+#: While the writer is busy, the head anchor and the checkpoint move at most this often (seconds); see
+#: Writer._advance_checkpoint
 ANCHOR_INTERVAL = 0.1
 #: How many recently stored bodies a writer remembers, to refer to them instead of storing them again.
 _RECENT_BODIES = 2048
@@ -132,7 +133,11 @@ class Writer:
         self.rolled_back: str | None = None
         #: the seq the anchor was last moved to, and when
         self._anchored = 0
-        self._anchored_at = 0.0
+        #: the seq the checkpoint was last moved to, and when either file was last written
+        self._checkpointed = 0
+        self._files_at = 0.0
+        #: serialises the checkpoint and anchor writes of the writer thread and of `flush`'s catch-up
+        self._files = threading.Lock()
         self._build = build
         self._replica = replica
         self._prepare = prepare
@@ -212,7 +217,10 @@ class Writer:
         if not self.running:
             return self._done >= target
         with self._cond:
-            return self._cond.wait_for(lambda: self._done >= target, timeout)
+            done = self._cond.wait_for(lambda: self._done >= target, timeout)
+        if done:
+            self._advance_checkpoint(force=True)  # what is flushed is in the checkpoint too, whatever the writer's pace
+        return done
 
     def stop(self, timeout: float = 10.0) -> None:
         """Flush (for at most `timeout` seconds), then end the thread and close the connection."""
@@ -243,13 +251,13 @@ class Writer:
                 elif self._stopping:
                     break
                 else:
-                    self._advance_anchor(force=True)  # idle: the anchor catches up with the last commit
+                    self._advance_checkpoint(force=True)  # idle: the checkpoint and the anchor catch up with the last commit
                     self._probe()
             except Exception:  # never let the thread die: rows would pile up unseen
                 log.exception("ledger writer failed")
             if self._stopping and (not self._queue or time.monotonic() > self._stop_deadline):
                 break
-        self._advance_anchor(force=True)
+        self._advance_checkpoint(force=True)
         self._close()
 
     def _take(self) -> list[_Item]:
@@ -449,30 +457,42 @@ class Writer:
         self.batches += 1
         self._last_activity = time.monotonic()
 
-    def _advance_checkpoint(self) -> None:
-        if self._checkpoint is not None and self.head_seq:
-            try:
-                write_checkpoint(self._checkpoint, self._key, self._ledger_id, self.head_seq, self.head_mac)
-            except OSError as exc:
-                self._complain(f"cannot write the ledger checkpoint {self._checkpoint}: {exc}")
-        self._advance_anchor()
+    def _advance_checkpoint(self, *, force: bool = False) -> None:
+        """Move the checkpoint and the head anchor to the last commit: after each commit, but on the
+        writer thread while busy at most every ANCHOR_INTERVAL (each is a locked read, write and rename
+        of a small file: per 50-row commit it cost the writer more than the rows did); the writer
+        catches up as soon as it is idle, when it stops and when `flush` returns. Inline writes (no
+        thread) move both on each commit."""
+        if not force and threading.current_thread() is self._thread \
+                and time.monotonic() - self._files_at < ANCHOR_INTERVAL:
+            return
+        with self._files:
+            self._write_checkpoint()
+            self._advance_anchor()
+            self._files_at = time.monotonic()
 
-    def _advance_anchor(self, *, force: bool = False) -> None:
-        """Move the head anchor to the last commit: after each commit, but on the writer thread while
-        busy at most every ANCHOR_INTERVAL (a file write per 50-row commit cost the writer ~15%); the
-        thread catches up as soon as it is idle and when it stops. Inline writes (no thread) anchor each commit."""
+    def _write_checkpoint(self) -> None:
+        if self._checkpoint is None or not self.head_seq or self._checkpointed == self.head_seq:
+            return
+        seq, mac = self.head_seq, self.head_mac
+        try:
+            write_checkpoint(self._checkpoint, self._key, self._ledger_id, seq, mac)
+        except OSError as exc:
+            self._complain(f"cannot write the ledger checkpoint {self._checkpoint}: {exc}")
+            return
+        self._checkpointed = seq
+
+    def _advance_anchor(self) -> None:
         if self._anchor is None or not self.head_seq or self.rolled_back is not None \
                 or self._anchored == self.head_seq:
             return
-        now = time.monotonic()
-        if not force and now - self._anchored_at < ANCHOR_INTERVAL and threading.current_thread() is self._thread:
-            return
+        seq, mac = self.head_seq, self.head_mac
         try:
-            write_anchor(self._anchor, self._key, self._ledger_id, self.head_seq, self.head_mac)
+            write_anchor(self._anchor, self._key, self._ledger_id, seq, mac)
         except OSError as exc:
             self._complain(f"cannot write the ledger's head anchor {self._anchor}: {exc}")
             return
-        self._anchored, self._anchored_at = self.head_seq, now
+        self._anchored = seq
 
     def _rolled_back(self, reason: str) -> None:
         """Fail closed for good: enforce mode refuses routed calls until a person looks (see Ledger.check_anchor)."""

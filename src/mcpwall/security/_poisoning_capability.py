@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
-import re2
+from mcpwall.policy._match import search_set
 
 _I = re.IGNORECASE
 
@@ -305,23 +304,13 @@ def _clause_before(text: str, start: int) -> str:
     return head[cut:]
 
 
-def _rule_set() -> Any:
-    options = re2.Options()
-    options.max_mem = 32 << 20
-    rs = re2.Set.SearchSet(options)
-    for rule in RULES:
-        rs.Add("(?i)" + _for_re2(rule.pattern.pattern))
-    rs.Compile()
-    return rs
-
-
 #: One RE2 pass says which rules can match at all; only those run (most definitions: none).
-_SET = _rule_set()
+_SET_MATCH = search_set(["(?i)" + _for_re2(rule.pattern.pattern) for rule in RULES], 32 << 20)
 
 
 def capabilities(text: str) -> list[Capability]:
     """The harmful capabilities `text` (a definition's prose, made visible) declares, one per harm."""
-    candidates = sorted(_SET.Match(text) or ())
+    candidates = _SET_MATCH(text)
     found: dict[str, Capability] = {}
     for rule in (RULES[i] for i in candidates):
         if rule.harm in found and found[rule.harm].severity == "high":

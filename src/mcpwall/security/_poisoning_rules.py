@@ -18,12 +18,12 @@ has no business to.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import re2
 
+from mcpwall.policy._match import search_set
 from mcpwall.security._poisoning_quotes import blank_mentions
 
 _Q = "[`'\"\u2018\u2019\u201c\u201d]"
@@ -357,7 +357,7 @@ PROMO_RULES: tuple[Rule, ...] = (
 def promo_hits(text: str) -> list[Hit]:
     """Self-promotion in a tool's own description (scored like `hits`)."""
     found = []
-    for index in sorted(_PROMO_SET.Match(text) or ()):
+    for index in _PROMO_MATCH(text):
         rule = PROMO_RULES[index]
         matches = list(rule.pattern.finditer(text))
         if matches:
@@ -383,16 +383,9 @@ def aimed(found: list[Hit]) -> bool:
 CROSS_TOOL_GROUPS = frozenset({"tool_claim", "tool_call", "tool_order"})
 
 
-def _rule_set(rules: Sequence[Rule]) -> Any:
-    rs = re2.Set.SearchSet(_RE2_OPTIONS)
-    for rule in rules:
-        rs.Add(rule.pattern.pattern)
-    rs.Compile()
-    return rs
-
-
-_SET = _rule_set(RULES)
-_PROMO_SET = _rule_set(PROMO_RULES)
+#: One RE2 pass each says which rules can match at all (the GIL kept: see search_set).
+_SET_MATCH = search_set([rule.pattern.pattern for rule in RULES], _RE2_OPTIONS.max_mem)
+_PROMO_MATCH = search_set([rule.pattern.pattern for rule in PROMO_RULES], _RE2_OPTIONS.max_mem)
 
 
 def _first(rule: Rule, text: str) -> Any:
@@ -421,7 +414,7 @@ def hits(text: str, *, response: bool = False) -> list[Hit]:
 
 def _hits(text: str, response: bool) -> list[Hit]:
     found: list[Hit] = []
-    for index in sorted(_SET.Match(text) or ()):
+    for index in _SET_MATCH(text):
         rule = RULES[index]
         m = _first(rule, text)
         if m is not None:

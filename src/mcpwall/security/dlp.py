@@ -27,12 +27,13 @@ import json
 import re
 import secrets as _secrets
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import re2
 
+from mcpwall.policy._match import search_set
 from mcpwall.security import _blocks, _decode
 from mcpwall.security._decode import MAX_DECODED, Budget
 from mcpwall.security._encoded import KNOWN, EncodedScan
@@ -80,11 +81,12 @@ class Scanner(EncodedScan):
         self.patterns = tuple(p for p in patterns if p.type not in off)
         self.types = tuple(dict.fromkeys(p.type for p in self.patterns))
         self.max_decoded = max_decoded
-        options = re2.Options()
-        options.max_mem = 64 << 20
-        rs = re2.Set.SearchSet(options)
-        for p in self.patterns:
-            rs.Add(p.prefilter)
+        prefilters = [p.prefilter for p in self.patterns]
+
+        def add(pattern: str) -> int:
+            prefilters.append(pattern)
+            return len(prefilters) - 1
+
         #: the set entry that says where encoded content may be (-1: decoding is off); its own entry
         #: only when the entropy catch-all (whose prefilter it shares) is disabled
         self._encoded_index = self._hex_index = self._dump_index = self._percent_index = self._uu_index = -1
@@ -95,16 +97,16 @@ class Scanner(EncodedScan):
         if decode:
             shared = [i for i, p in enumerate(self.patterns) if p.prefilter == _blocks.ENCODED_PREFILTER]
             self._encoded_own = not shared
-            self._encoded_index = shared[0] if shared else rs.Add(_blocks.ENCODED_PREFILTER)
-            self._hex_index = rs.Add(_blocks.HEX_PREFILTER)
-            self._dump_index = rs.Add(_blocks.DUMP_PREFILTER)
-            self._percent_index = rs.Add(_blocks.PERCENT_PREFILTER)
-            self._uu_index = rs.Add(_blocks.UU_PREFILTER)
-            self._short_index = rs.Add(_blocks.SHORT_LINES_PREFILTER)
+            self._encoded_index = shared[0] if shared else add(_blocks.ENCODED_PREFILTER)
+            self._hex_index = add(_blocks.HEX_PREFILTER)
+            self._dump_index = add(_blocks.DUMP_PREFILTER)
+            self._percent_index = add(_blocks.PERCENT_PREFILTER)
+            self._uu_index = add(_blocks.UU_PREFILTER)
+            self._short_index = add(_blocks.SHORT_LINES_PREFILTER)
             self._binary = Scanner([p for p in self.patterns if p.type not in ("high-entropy", "credit-card")],
                                    decode=False)
-        rs.Compile()
-        self._set: Any = rs._set
+        #: which prefilters the UTF-8 bytes match, ascending (the GIL kept: see search_set)
+        self._match: Callable[[bytes], list[int]] = search_set(prefilters, 64 << 20)
         self._finders = {i: re2.compile(p.regex.pattern.encode()) for i, p in enumerate(self.patterns)
                          if p.bytes_finder}
         #: where each pattern can match: its prefilter, located with RE2 (Python `re` then runs on windows
@@ -134,7 +136,7 @@ class Scanner(EncodedScan):
             if inner:
                 return [(0, len(text), inner[0][2], inner[0][3])]
         data = text.encode("utf-8", "surrogatepass")
-        hits = self._set.Match(data)
+        hits = self._match(data)
         if not hits:
             if len(text) < 34 and self._binary is not None and _SHORT_B64.fullmatch(text):
                 packed = self._inspect_run(text, b"", budget or Budget(self.max_decoded), depth)
