@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpwall.policy import Call, _facts, _shell, _spelling, prepare
-from mcpwall.policy._calls import FILES, KEY_COMMAND, KEY_HOST, KEY_PLAIN, KEY_URL, text_facts
+from mcpwall.policy._calls import KEY_COMMAND, KEY_HOST, KEY_PLAIN, KEY_URL, text_facts
+from mcpwall.policy._calls_files import spelled_paths
 from mcpwall.policy._facts import ArgValue
 from mcpwall.policy._host import canonical_host, canonical_ip, host_value, is_host_key
 from mcpwall.policy._normalize import forms
@@ -48,7 +49,7 @@ def reference_leaf(text: str, key: str, home: str | None) -> ArgValue:
     kind = _facts._key_kind(key) if key else 0
     cls = KEY_HOST if host_key else KEY_COMMAND if kind & _facts._COMMAND_BIT else KEY_URL if kind & _facts._URL_BIT \
         else KEY_PLAIN
-    variants += tuple(dict.fromkeys(t for k, t in text_facts(text, cls) if k == FILES and t not in variants
+    variants += tuple(dict.fromkeys(t for t in spelled_paths(text_facts(text, cls)) if t not in variants
                                     and t != text))
     if host_key:
         variants += tuple(h for h in host_value(text) if h not in variants)

@@ -144,34 +144,68 @@ def may_add_facts(flags: int, derived: list[tuple[int, str, str]]) -> bool:
 
 
 _ADDRESSES: Final = re.compile(r"[,;\s]+")
+#: The path a write tool's path argument writes, by text (None: not one path), and the addresses a
+#: send tool's recipient argument names, by text: the same few values come call after call.
+_WRITTEN: dict[str, str | None] = {}
+_RECIPIENTS: dict[str, tuple[str, ...]] = {}
 
 
-def call_facts(
-    name: str, derived: Iterable[tuple[int, str, str]], leaves: Iterable[tuple[str, str, str]]
-) -> list[tuple[int, str, str]]:
+def _written(text: str) -> str | None:
+    found = _WRITTEN.get(text, "")
+    if found == "":
+        stripped = text.strip()
+        found = home(stripped) if single_path(stripped) else None
+        if len(text) <= 1024:
+            if len(_WRITTEN) >= 4096:
+                _WRITTEN.clear()
+            _WRITTEN[text] = found
+    return found
+
+
+def _recipients(text: str) -> tuple[str, ...]:
+    found = _RECIPIENTS.get(text)
+    if found is None:
+        found = tuple(f"mail {a.lower()}" for a in _ADDRESSES.split(text) if EMAIL.match(a))
+        if len(text) <= 1024:
+            if len(_RECIPIENTS) >= 4096:
+                _RECIPIENTS.clear()
+            _RECIPIENTS[text] = found
+    return found
+
+
+#: An argument value as `_facts.ArgValue` holds it: (path, key, text, spellings, canonical spelling).
+Leaf = tuple[str, str, str, tuple[str, ...], str]
+
+
+def call_facts(name: str, derived: Iterable[tuple[int, str, str]], leaves: Iterable[Leaf]) -> list[tuple[int, str, str]]:
     """Facts of the whole call beyond its texts': a write tool's path is written, a send tool's recipient is
     a `mail` sink, and random material in a call that reaches a network sink is a secret going out.
 
-    `derived` are the texts' facts, `leaves` (path, key, text) of the argument values."""
+    `derived` are the texts' facts, `leaves` the argument values (`_facts.ArgValue`)."""
     extra: list[tuple[int, str, str]] = []
     flags = tool_flags(name)
     writes = flags & WRITE_TOOL
     sends = flags & SEND_TOOL
     if writes or sends:
-        for path, key, text in leaves:
+        for path, key, text, _, _ in leaves:
             role = key_role(key)
             if not role:
                 continue
-            if writes and role & PATH_ROLE and single_path(text.strip()):
-                extra.append((WRITES, home(text.strip()), path))
+            if writes and role & PATH_ROLE:
+                written = _written(text)
+                if written is not None:
+                    extra.append((WRITES, written, path))
             if sends and role & MAIL_ROLE:
-                for address in _ADDRESSES.split(text):
-                    if EMAIL.match(address):
-                        extra.append((SINKS, f"mail {address.lower()}", path))
-    facts = derived if isinstance(derived, list) else list(derived)
-    entropy = [f for f in facts if f[0] == SECRETS and f[1] == "high-entropy"]
-    if entropy and (sends or any(f[0] == SINKS for f in facts)):
-        extra.extend((SECRETS, "high-entropy@sink", f[2]) for f in entropy)
+                extra.extend((SINKS, sink, path) for sink in _recipients(text))
+    entropy: list[str] = []
+    sink = bool(sends)
+    for kind, text, path in derived:
+        if kind == SECRETS and text == "high-entropy":
+            entropy.append(path)
+        elif kind == SINKS:
+            sink = True
+    if entropy and sink:
+        extra.extend((SECRETS, "high-entropy@sink", path) for path in entropy)
     return extra
 
 

@@ -106,8 +106,9 @@ def file_operands(program: str, args: list[str], out: list[Fact]) -> None:
         out.extend((FILES, target) for target in _globbed(home(path)))
     if program in _WRITES_ALL:
         out.extend((WRITES, home(p)) for p in operands)
-    elif program in _WRITES_LAST and len(operands) >= 2:
-        out.append((WRITES, home(operands[-1])))
+    elif program in _WRITES_LAST and operands and len([a for a in args if not a.startswith("-")]) >= 2 \
+            and args[-1] == operands[-1]:
+        out.append((WRITES, home(operands[-1])))  # `cp payload /usr/local/bin/ls`: the source need not look a path
     elif program == "sed" and any(a.startswith("-i") or a == "--in-place" for a in args):
         out.extend((WRITES, home(p)) for p in operands)
 
@@ -131,4 +132,25 @@ def _globbed(path: str) -> list[str]:
     ]
 
 
-__all__ = ["basename", "file_operands", "home", "redirections", "single_path"]
+#: What a command reads or lists to learn about the machine's software, not its users or secrets: installed
+#: programs and libraries (`ls /usr/local/bin`), the OS release, the names in /etc, application logs.
+_PUBLIC_READS: Final = re.compile(
+    r"^/(?:usr|opt|bin|sbin|lib|lib32|lib64)(?:/|$)"
+    r"|^/etc/?$"
+    r"|^/etc/(?:[\w.-]*[-_]release|issue(?:\.net)?|debian_version|hostname|timezone|localtime|shells|"
+    r"resolv\.conf|nsswitch\.conf|apt/sources\.list(?:\.d/[\w.-]+)?|nginx/[\w./-]+|apache2/[\w./-]+)$"
+    r"|^/var/?$|^/var/log/?$|^/var/log/(?!auth|secure|wtmp|btmp|lastlog|audit|faillog)[\w.-]+(?:/[\w.-]+)*$"
+)
+
+
+def spelled_paths(facts: tuple[Fact, ...]) -> list[str]:
+    """The touched files that are spellings of their text (`_spelling.spell`): a `file` rule meets
+    `cat /etc/passwd` as it meets `read_file /etc/passwd`. What a command only reads of the machine's
+    software (`_PUBLIC_READS`: `ls /usr/local/bin`, `cat /etc/os-release`) is left to the `touches.files`
+    rules: seatbelt's block-sensitive-paths refuses all of /etc, /usr and /var to a file tool, and a shell
+    reads there all day. Anything written there stays a spelling (`echo x > /etc/hosts`)."""
+    written = {t for k, t in facts if k == WRITES}
+    return [t for k, t in facts if k == FILES and (t in written or "/." in t or _PUBLIC_READS.match(t) is None)]
+
+
+__all__ = ["basename", "file_operands", "home", "redirections", "single_path", "spelled_paths"]

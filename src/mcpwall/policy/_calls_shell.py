@@ -109,11 +109,27 @@ def _command_facts(words: list[str], out: list[Fact], depth: int = 0) -> None:
     _env_reads(program, args, out)
 
 
+#: Programs that list every process or connection, and the filters that keep the lines naming one thing.
+_LISTINGS = frozenset({"ps", "netstat", "ss", "lsof"})
+_FILTERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})
+
+
 def command_facts(text: str) -> list[Fact]:
-    """What the command line `text` runs and touches (each simple command, `sh -c` scripts included)."""
+    """What the command line `text` runs and touches (each simple command, `sh -c` scripts included).
+
+    A listing piped to a filter (`ps aux | grep node`, `ss -ltn | grep 3000`) is a developer looking for one
+    process or port, not a survey of the machine: its program fact carries the filter (`ps aux | grep node`),
+    which the reconnaissance rule's `[^|]*$` leaves alone."""
     out: list[Fact] = []
-    for words in simple_commands(text):
+    commands = simple_commands(text)
+    for i, words in enumerate(commands):
+        start = len(out)
         _command_facts(words, out)
+        if i + 1 < len(commands) and "|" in text and words and basename(words[0]) in _LISTINGS:
+            then = commands[i + 1]
+            if then and basename(then[0]) in _FILTERS and any(not w.startswith("-") for w in then[1:]):
+                out[start:] = [(k, f"{t} | {' '.join(then)}") if k == PROGRAMS and t.split(" ", 1)[0] in _LISTINGS
+                               else (k, t) for k, t in out[start:]]
     return out
 
 

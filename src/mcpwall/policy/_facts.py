@@ -414,7 +414,7 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
     walker.walk(call.arguments, "", "", 0)
     derived = walker.derived
     if flags or (len(derived) > 1 and may_add_facts(flags, derived)):  # a secret and a sink take two facts
-        derived += call_facts(call.name, derived, ((v.path, v.key, v.raw) for v in walker.values))
+        derived += call_facts(call.name, derived, walker.values)
     # As `Facts(call, values, ...)`, without the NamedTuple's `__new__` (see `_Walker._leaf`).
     return tuple.__new__(Facts, (call, tuple(walker.values), tuple(walker.keys), tuple(walker.env_keys),
                                  _response_texts(call.result), walker.truncated,

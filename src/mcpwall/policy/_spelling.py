@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-from mcpwall.policy._calls import FILES, KEY_HOST, Fact, text_facts
+from mcpwall.policy._calls import KEY_HOST, Fact, text_facts
+from mcpwall.policy._calls_files import spelled_paths
 from mcpwall.policy._host import canonical_host, canonical_ip, host_value
 from mcpwall.policy._normalize import forms
 from mcpwall.policy._shell import command_texts
@@ -62,7 +63,8 @@ def spell(text: str, home: str | None, kind: int) -> Spelled:
     if facts:
         # The files a command touches are spellings too: a `file` rule for `/etc/passwd` meets
         # `cat /etc/passwd` as it meets `read_file /etc/passwd` (the home stays `~`: see `_calls.py`).
-        touched = tuple(dict.fromkeys(t for k, t in facts if k == FILES and t not in variants and t != text))
+        # (A shell's reads of the machine's software are not: `_calls_files.spelled_paths`.)
+        touched = tuple(dict.fromkeys(t for t in spelled_paths(facts) if t not in variants and t != text))
         if touched:
             variants += touched
     if host_key:
