@@ -152,6 +152,9 @@ async def test_login_stores_a_grant_the_gateway_sends_for_each_principal(logged_
     assert (await _whoami(gw, tokens["carol"])).startswith("user=alice")
     held = _store(home).index()["prot"]
     assert set(held) == {"", "alice", "bob"}
+    (row,) = _dashboard_servers(gw)  # the dashboard's upstream view
+    assert row["authorization"]["state"].startswith("authorized until")
+    assert set(row["authorization"]["principals"]) == {"alice", "bob"}
 
 
 async def test_the_gateway_renews_a_grant_before_it_expires(logged_in) -> None:
@@ -228,8 +231,16 @@ async def test_an_upstream_without_a_login_fails_with_the_login_command(protecte
         async with http_client(f"{gw.url}/mcp", gw.token) as client:
             tools = await client.list_tools()
         assert tools.tools == []  # the gateway serves on; the server's tools come after the login
+        (row,) = _dashboard_servers(gw)
+        assert row["authorization"] == {"state": "login required", "principals": {}, "login": "mcpwall login prot"}
     finally:
         gw.stop()
+
+
+def _dashboard_servers(gw: GatewayProcess) -> list[dict[str, Any]]:
+    r = httpx.get(f"{gw.url}/api/servers", headers=gw.headers, timeout=10)
+    assert r.status_code == 200, r.text
+    return list(r.json()["servers"])
 
 
 def _health(gw: GatewayProcess) -> dict[str, Any]:

@@ -204,6 +204,19 @@ class Console:
         return {"server": server, "tool": tool, **decision.as_dict(with_trace=True)}
 
 
+def _authorization(name: str, upstream: Any, last_error: str | None) -> dict[str, Any]:
+    """The upstream's OAuth state (mcpwall.oauth): none / authorized until T / login required, from the
+    index of its transport's token store (no secret read); the login command when one is needed."""
+    from mcpwall.oauth import server_authorization
+
+    store = getattr(getattr(upstream.transport, "auth", None), "store", None)
+    held = store.index().get(name) if store is not None else None
+    summary = server_authorization(held, last_error)
+    if summary["state"] == "login required":
+        summary["login"] = f"mcpwall login {name}"
+    return summary
+
+
 class GatewayConsole(Console):
     mode = "gateway"
 
@@ -239,7 +252,8 @@ class GatewayConsole(Console):
                         "tools": status["tools"], "transport": status["transport"], "restarts": status["restarts"],
                         "last_error": status["last_error"], "risk": _risk(s.spec),
                         "tool_list": tool_rows([r for r in rows if r["server"] == name], s.catalog.tools),
-                        "pins": pins.get(name, {"pinned": 0, "pending": 0, "removed": 0, "changes": []})})
+                        "pins": pins.get(name, {"pinned": 0, "pending": 0, "removed": 0, "changes": []}),
+                        "authorization": _authorization(name, s, status["last_error"])})
         return out
 
     def simulate(self, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -395,6 +395,13 @@
   }
 
   // ------------------------------------------------------------------ servers
+  // an upstream's OAuth state (docs/AUTH.md), and the command that logs the gateway in when one is needed
+  function authState(a) {
+    if (!a || a.state === "none") return "";
+    const text = a.login ? "login required: run " + a.login : a.state;
+    return el("div", { class: a.login ? "error auth-state" : "hint auth-state", text: text });
+  }
+
   async function servers() {
     const body = document.querySelector("#servers tbody");
     const s = await api("/api/servers");
@@ -404,7 +411,8 @@
       const changes = (pins.changes || []).map((c) => c.kind + " " + c.name + " (" + c.change + ")").join(", ");
       return el("tr", { "data-server": x.name },
         el("td", {}, el("b", { text: x.name })),
-        el("td", {}, el("span", { class: "state s-" + x.state, text: x.state })),
+        el("td", {}, el("span", { class: "state s-" + x.state, text: x.state }),
+          authState(x.authorization)),
         el("td", { text: x.circuit || "–" }),
         el("td", {}, el("span", { class: "risk r-" + (risk.level || "unknown"), text: (risk.level || "unknown") +
           (risk.score !== undefined ? " (" + risk.score + ")" : "") }),
