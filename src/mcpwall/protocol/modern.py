@@ -287,7 +287,7 @@ def standard_headers(message: Message, schema: Any = None) -> dict[str, str]:
     designates parameters with `x-mcp-header`, their `Mcp-Param-*` (encoded as the SDK's
     client encodes them). An invalid designation designates nothing, as a client drops the tool."""
     method = message.get("method")
-    if not isinstance(method, str) or "id" not in message:
+    if not isinstance(method, str):  # a response; a notification's POST mirrors its method too
         return {}
     headers = {"Mcp-Method": method}
     member = NAME_OF.get(method)

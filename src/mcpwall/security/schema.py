@@ -80,12 +80,16 @@ class SchemaCache:
             return self._by_key[key]
         from jsonschema import Draft202012Validator  # here: `simulate` builds the stage, never a validator
         from jsonschema.validators import validator_for
+        from referencing import Registry
 
         compiled: Validator | None
         try:
             cls = validator_for(schema, default=Draft202012Validator)
             cls.check_schema(schema)
-            compiled = cls(schema)
+            # An empty registry: a `$ref` resolves inside the schema (and the bundled metaschemas) only.
+            # jsonschema's default would GET a network `$ref` at call time, which lets a server's tool
+            # listing make the gateway fetch any URL (SEP-2106: MUST NOT dereference network refs).
+            compiled = cls(schema, registry=Registry())
             self.compiled += 1
         except Exception as exc:  # SchemaError and worse: a broken schema must not break the tool
             self.unusable[f"{server}/{tool}"] = str(exc).split("\n", 1)[0][:200]
@@ -112,7 +116,14 @@ class SchemaCache:
             memo_key = None
         if memo_key is not None and (hit := self._checked.get(memo_key)) is not None:
             return hit
-        found = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
+        from referencing.exceptions import Unresolvable
+
+        try:
+            found = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
+        except Unresolvable as exc:  # a `$ref` outside the schema: not fetched, so the arguments are unchecked
+            return [{"path": "", "validator": "$ref",
+                     "message": f"the schema's $ref {str(exc)[:200]!r} is not resolved: network references "
+                                "are never fetched"}]
         errors = [{"path": _pointer(e.absolute_path), "message": _message(e)[:300], "validator": str(e.validator)}
                   for e in found[:MAX_ERRORS]]
         if memo_key is not None:
