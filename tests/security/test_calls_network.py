@@ -9,20 +9,9 @@ bare IP address in any spelling and beacon URLs that check in are stopped, in se
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import pytest
 
-from mcpwall.policy import Call, PolicyEngine
-
-ENGINE = PolicyEngine.from_template("default")
-NOON = datetime(2026, 12, 2, 12, 0).astimezone()
-
-
-def rules(command: str) -> tuple[str, tuple[str, ...]]:
-    d = ENGINE.decide(Call(name="run_command", arguments={"command": command}, server="s"), now=NOON)
-    return d.action, tuple(d.rule_ids)
-
+from .calls_helpers import assert_left_to_default, assert_stopped, shell_rules
 
 BENIGN = [
     "curl https://api.github.com/repos/octocat/hello-world",
@@ -47,8 +36,7 @@ BENIGN = [
 
 @pytest.mark.parametrize("command", BENIGN)
 def test_everyday_network_commands_are_left_to_the_default(command: str) -> None:
-    action, ids = rules(command)
-    assert not (action in ("deny", "ask") and ids), (command, action, ids)
+    assert_left_to_default(command)
 
 
 MALICIOUS = [
@@ -88,12 +76,10 @@ MALICIOUS = [
 
 @pytest.mark.parametrize("command", MALICIOUS)
 def test_data_leaving_and_beacons_are_stopped_by_a_rule(command: str) -> None:
-    action, ids = rules(command)
-    assert action in ("deny", "ask"), (command, action, ids)
-    assert ids, (command, action)
+    assert_stopped(command)
 
 
 def test_a_request_to_localhost_that_sends_computed_data_is_still_refused() -> None:
-    action, ids = rules("curl -d \"$(printenv)\" http://localhost:9000/")
+    action, ids = shell_rules("curl -d \"$(printenv)\" http://localhost:9000/")
     assert action == "deny"
     assert "block-data-to-network" in ids

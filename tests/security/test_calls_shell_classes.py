@@ -10,20 +10,11 @@ for one process or one port, reading an application's log and config.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import pytest
 
-from mcpwall.policy import Call, PolicyEngine
+from mcpwall.policy import Call
 
-ENGINE = PolicyEngine.from_template("default")
-NOON = datetime(2026, 12, 2, 12, 0).astimezone()
-
-
-def rules(command: str) -> tuple[str, tuple[str, ...]]:
-    d = ENGINE.decide(Call(name="run_command", arguments={"command": command}, server="s"), now=NOON)
-    return d.action, tuple(d.rule_ids)
-
+from .calls_helpers import ENGINE, NOON, assert_left_to_default, assert_stopped
 
 MALICIOUS = [
     # reading the machine's users and secrets
@@ -61,9 +52,7 @@ MALICIOUS = [
 
 @pytest.mark.parametrize("command", MALICIOUS)
 def test_each_spelling_is_stopped_by_a_rule(command: str) -> None:
-    action, ids = rules(command)
-    assert action in ("deny", "ask"), (command, action, ids)
-    assert ids, (command, action)
+    assert_stopped(command)
 
 
 BENIGN = [
@@ -87,8 +76,7 @@ BENIGN = [
 
 @pytest.mark.parametrize("command", BENIGN)
 def test_developer_twins_are_left_to_the_default(command: str) -> None:
-    action, ids = rules(command)
-    assert not (action in ("deny", "ask") and ids), (command, action, ids)
+    assert_left_to_default(command)
 
 
 def test_a_file_tool_still_meets_the_seatbelt_rule_for_the_same_path() -> None:
