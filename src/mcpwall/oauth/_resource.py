@@ -36,10 +36,11 @@ from typing import Any
 import jwt
 import orjson
 
+from mcpwall.oauth._calls import missing_tool_scopes
 from mcpwall.oauth._config import AuthConfig, Issuer
 from mcpwall.oauth._jwks import IssuerKeys, IssuerUnavailable
 from mcpwall.oauth._metadata import PREFIX, Challenge, Metadata
-from mcpwall.protocol import MAX_MESSAGE_BYTES
+from mcpwall.oauth._roles import RoleGrants
 
 log = logging.getLogger("mcpwall.oauth")
 
@@ -115,8 +116,7 @@ class ResourceServer:
         self.issuers = {i.issuer: IssuerKeys(i) for i in config.issuers}
         #: principal name -> what its latest valid token said (the dashboard, H2's upstream side)
         self.principals: dict[str, Principal] = {}
-        self._granted: dict[str, frozenset[str]] = {}
-        self._enforcer: Any = None
+        self.roles = RoleGrants(rbac)
         self.counts = {"accepted": 0, "refused": 0, "insufficient_scope": 0}
 
     # ------------------------------------------------------------------ the frontend's hook
@@ -131,9 +131,8 @@ class ResourceServer:
             return self.metadata.challenge(path), None, receive
         try:
             principal = await self.validate(authorization[7:].strip(), path)
-            needed = self._tool_scopes(principal, path, scope)
-            if needed is not None:
-                receive, missing = await needed(receive)
+            if self.config.tools and scope["method"] == "POST":
+                receive, missing = await missing_tool_scopes(self.config, principal.scopes, path, receive)
                 if missing:
                     self.counts["insufficient_scope"] += 1
                     # the scopes to ask for: the issuer's own and this call's (a client unions them with its grant)
@@ -147,51 +146,6 @@ class ResourceServer:
         self.counts["accepted"] += 1
         self._grant_roles(principal)
         return None, principal.name, receive
-
-    def _tool_scopes(self, principal: Principal, path: str, scope: Scope) -> Any:
-        """A reader of the body that finds the scopes its tools/call lacks, or None when nothing to check."""
-        if not self.config.tools or scope["method"] != "POST":
-            return None
-        parts = [p for p in path.split("/") if p]
-        server = parts[1] if len(parts) == 2 and parts[0] == "mcp" else parts[0] if len(parts) == 1 and \
-            parts[0] != "mcp" else None
-
-        async def read(receive: Receive) -> tuple[Receive, list[str]]:
-            events: list[dict[str, Any]] = []
-            size = 0
-            while True:
-                event = await receive()
-                events.append(event)
-                size += len(event.get("body", b""))
-                if event["type"] != "http.request" or not event.get("more_body") or size > MAX_MESSAGE_BYTES:
-                    break
-            body = b"".join(e.get("body", b"") for e in events)
-            missing = self._missing(body, server, principal) if size <= MAX_MESSAGE_BYTES else []
-
-            async def replay() -> Any:
-                return events.pop(0) if events else await receive()
-
-            return replay, missing
-
-        return read
-
-    def _missing(self, body: bytes, server: str | None, principal: Principal) -> list[str]:
-        try:
-            msg = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return []  # the frontend answers the parse error
-        missing: list[str] = []
-        for item in msg if isinstance(msg, list) else [msg]:
-            if not isinstance(item, dict) or item.get("method") != "tools/call":
-                continue
-            params = item.get("params")
-            name = params.get("name") if isinstance(params, dict) else None
-            if not isinstance(name, str):
-                continue
-            qualified = f"{server}__{name}" if server else name
-            missing.extend(s for s in self.config.scopes_for_tool(qualified)
-                           if s not in principal.scopes and s not in missing)
-        return missing
 
     # ------------------------------------------------------------------ validation
 
@@ -314,25 +268,9 @@ class ResourceServer:
                          expires=float(exp) if isinstance(exp, int | float) else None, claims=claims)
 
     def _grant_roles(self, principal: Principal) -> None:
-        """Make the principal's roles its RBAC roles now (added and withdrawn as its tokens change)."""
+        """Keep what the principal's latest token said, and give its roles in RBAC."""
         self.principals[principal.name] = principal
-        stage = self.rbac()
-        enforcer = getattr(stage, "enforcer", None)
-        if enforcer is None:
-            return
-        if enforcer is not self._enforcer:  # RBAC (re)loaded its files: the roles given before are gone
-            self._enforcer, self._granted = enforcer, {}
-        before = self._granted.get(principal.name, frozenset())
-        if before == principal.roles:
-            return
-        for role in before - principal.roles:
-            enforcer.delete_role_for_user(principal.name, role)
-        for role in principal.roles - before:
-            enforcer.add_role_for_user(principal.name, role)
-        cache = getattr(stage, "_cache", None)
-        if isinstance(cache, dict):
-            cache.clear()  # decisions made before the roles changed
-        self._granted[principal.name] = principal.roles
+        self.roles.give(principal.name, principal.roles)
 
     # ------------------------------------------------------------------ service
 
