@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mcpwall._keydir import key_dir
 from mcpwall.security.selfguard import ProtectedSet
 
 
@@ -56,6 +57,7 @@ def protected_set(home: Path, policy_files: Iterable[str | Path], config: Mappin
     anchor = _anchor_dir(section if isinstance(section := config.get("ledger"), Mapping) else {})
     if anchor is not None:
         state.append(anchor)
+    state.append(key_dir())  # the key of the home's encrypted upstream OAuth grants (mcpwall.oauth)
     return ProtectedSet.build(home, policy_files, servers_files=getattr(settings, "servers_files", None) or (),
                               token_files=tokens, ledger_paths=ledger, rbac_files=rbac, extra_dirs=state)
 

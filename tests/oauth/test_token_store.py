@@ -13,7 +13,9 @@ from pathlib import Path
 
 import keyring
 import pytest
+from click.testing import CliRunner
 
+from mcpwall.cli import cli
 from mcpwall.oauth import OWNER, SERVICE, Grant, TokenStore, TokenStoreError, authorization_state
 from mcpwall.oauth._store import key_dir, server_authorization, usable_keyring
 
@@ -111,3 +113,15 @@ def test_status_says_none_authorized_until_or_login_required() -> None:
     assert summary["principals"] == {"bob": "login required"}
     assert server_authorization({SERVICE: {"expires_at": None}}, "upstream 'x' requires authorization: run",
                                 now)["state"] == "login required"
+
+
+def test_no_policy_lets_an_agent_read_the_token_stores_key(tmp_path: Path, keys: Path) -> None:
+    """The key dir is outside the home, and in the gateway's protected set like the home."""
+    TokenStore(tmp_path / "home").put("s", OWNER, Grant(access_token=SECRET))
+    (key,) = keys.iterdir()
+    for path in (str(key), str(keys), str(keys.parent / "keys" / ".." / "keys" / key.name)):
+        result = CliRunner().invoke(cli, ["simulate", "read_file", "--args", json.dumps({"path": path}), "--json",
+                                          "--home", str(tmp_path / "home")])
+        assert result.exit_code == 0, result.output
+        decision = json.loads(result.output)
+        assert (decision["action"], decision["rule_ids"]) == ("deny", ["mcpwall.self-protection"]), path

@@ -34,11 +34,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpwall._keydir import KEY_DIR_ENV, key_dir
 from mcpwall.errors import MCPWallError
 
 OWNER = ""
 SERVICE = "*"
-KEY_DIR_ENV = "MCPWALL_KEY_DIR"
 #: keyring backends that store nothing
 _NO_KEYRING = ("keyring.backends.fail", "keyring.backends.null", "keyring.backends.chainer")
 
@@ -86,16 +86,6 @@ class Grant:
 
 def home_id(home: Path) -> str:
     return hashlib.sha256(str(Path(home).expanduser().resolve()).encode()).hexdigest()[:16]
-
-
-def key_dir() -> Path:
-    """Where the file store's keys live: `$MCPWALL_KEY_DIR`, else `$XDG_CONFIG_HOME/mcpwall/keys`."""
-    value = os.environ.get(KEY_DIR_ENV, "").strip()
-    if value:
-        return Path(value).expanduser()
-    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
-    base = Path(config).expanduser() if config and Path(config).is_absolute() else Path.home() / ".config"
-    return base / "mcpwall" / "keys"
 
 
 def _entry(server: str, principal: str) -> str:
@@ -328,4 +318,4 @@ def server_authorization(held: dict[str, dict[str, Any]] | None, last_error: str
                                            if p not in (OWNER, SERVICE)}}
 
 
-__all__ = ["OWNER", "SERVICE", "Grant", "TokenStore", "TokenStoreError", "authorization_state", "key_dir", "server_authorization"]
+__all__ = ["KEY_DIR_ENV", "OWNER", "SERVICE", "Grant", "TokenStore", "TokenStoreError", "authorization_state", "key_dir", "server_authorization"]
