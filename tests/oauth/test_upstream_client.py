@@ -344,3 +344,13 @@ auth:
                 await client.call_tool("whoami", {})
     finally:
         gw.stop()
+
+
+def test_a_device_login_where_the_server_offers_none_says_so(protected: Protected, tmp_path: Path) -> None:
+    home = tmp_path / "dev"
+    done = subprocess.run([MCPWALL, "login", "prot", "--url", protected.url, "--home", str(home), "--device"],
+                          env=_env(home), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "offers no device authorization grant" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (home / "run" / "upstream-auth.json").exists()
