@@ -354,3 +354,12 @@ def test_a_device_login_where_the_server_offers_none_says_so(protected: Protecte
     assert "offers no device authorization grant" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (home / "run" / "upstream-auth.json").exists()
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:1/mcp", "ftp://127.0.0.1/mcp"])
+def test_a_login_to_a_server_that_is_not_there_or_no_url_fails_in_one_line(url: str, tmp_path: Path) -> None:
+    done = subprocess.run([MCPWALL, "login", "prot", "--url", url, "--home", str(tmp_path), "--no-browser"],
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+    assert done.returncode == (1 if url.startswith("http") else 2), done.stderr
+    assert "Traceback" not in done.stderr
+    assert ("cannot reach" if url.startswith("http") else "must be an http(s) URL") in done.stderr

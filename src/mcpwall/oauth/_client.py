@@ -181,11 +181,14 @@ async def login_service(server: str, url: str, store: TokenStore, *, client_id: 
 
 async def _run(url: str, provider: OAuthClientProvider) -> None:
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+    from pydantic import ValidationError
 
     try:
         await _probe(url, provider)
     except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
         raise LoginFailed(str(exc)) from exc
+    except ValidationError as exc:  # metadata or a token answer that is not what the RFCs describe
+        raise LoginFailed(f"the server's OAuth metadata or answer is malformed: {exc.errors()[0]['msg']}") from exc
 
 
 __all__ = ["LoginOptions", "login", "login_service"]
