@@ -206,7 +206,8 @@ class TokenStore:
                                                    else _FileVault(self.home))
         self.index_path = self.home / "run" / "upstream-auth.json"
         self._lock_path = self.home / "run" / ".upstream-auth.lock"
-        self._cache: dict[str, tuple[float, Grant | None]] = {}
+        self._cache: dict[str, tuple[tuple[int, int, int], Grant | None]] = {}
+        self._index: tuple[tuple[int, int, int], dict[str, Any]] | None = None
 
     @property
     def description(self) -> str:
@@ -224,11 +225,14 @@ class TokenStore:
         finally:
             os.close(fd)
 
-    def _stamp(self) -> float:
+    def _stamp(self) -> tuple[int, int, int]:
+        """The index file's identity: each write replaces it (a new inode), so a change is never missed
+        within one tick of the clock."""
         try:
-            return self.index_path.stat().st_mtime_ns / 1e9
+            st = self.index_path.stat()
         except FileNotFoundError:
-            return 0.0
+            return (0, 0, 0)
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def get(self, server: str, principal: str) -> Grant | None:
         """The grant for exactly this principal (no fallback here: see `UpstreamAuth`)."""
@@ -245,14 +249,14 @@ class TokenStore:
     def put(self, server: str, principal: str, grant: Grant) -> None:
         with self._locked():
             self._vault.set(_entry(server, principal), json.dumps(asdict(grant)))
-            index = self.index()
+            index = json.loads(json.dumps(self.index()))  # a copy: the cached one is shared
             index.setdefault(server, {})[principal] = grant.summary()
             self._write_index(index)
         self._cache.pop(_entry(server, principal), None)
 
     def delete(self, server: str, principal: str) -> bool:
         with self._locked():
-            index = self.index()
+            index = json.loads(json.dumps(self.index()))
             held = principal in index.get(server, {})
             self._vault.set(_entry(server, principal), None)
             index.get(server, {}).pop(principal, None)
@@ -263,15 +267,22 @@ class TokenStore:
         return held
 
     def index(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """server -> principal -> summary, no secrets."""
+        """server -> principal -> summary, no secrets. Read again only when the file changed (the gateway
+        asks on every upstream request: one stat then)."""
+        stamp = self._stamp()
+        if self._index is not None and self._index[0] == stamp:
+            return self._index[1]
         try:
             data = json.loads(self.index_path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+            data = {}
+        index = data if isinstance(data, dict) else {}
+        self._index = (stamp, index)
+        return index
 
     def _write_index(self, index: dict[str, Any]) -> None:
         _write_private(self.index_path, json.dumps(index, indent=2, sort_keys=True).encode())
+        self._index = None
 
 
 def _write_private(path: Path, data: bytes) -> None:
