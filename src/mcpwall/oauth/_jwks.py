@@ -29,7 +29,7 @@ from mcpwall.oauth._config import Issuer
 
 METADATA_TTL_S = 3600.0
 JWKS_TTL_S = 3600.0
-REFETCH_MIN_S = 10.0
+REFETCH_MIN_S = 5.0
 INTROSPECTION_TTL_S = 30.0
 _TIMEOUT = httpx.Timeout(10.0)
 
