@@ -172,6 +172,26 @@ def listed_server_scenarios(revision: str) -> list[str]:
     return [line.strip()[2:] for line in section.splitlines() if line.strip().startswith("- ")]
 
 
+#: The client scenarios of each requirement set that concern a proxy's upstream side (the auth/* ones are
+#: the OAuth client's, tests/oauth; the rest are the gateway's as the client of its upstream).
+CLIENT: tuple[tuple[str, str], ...] = (
+    (LEGACY, "initialize"), (LEGACY, "tools_call"), (LEGACY, "elicitation-sep1034-client-defaults"),
+    (LEGACY, "sse-retry"), (MODERN, "tools_call"), (MODERN, "request-metadata"), (MODERN, "http-standard-headers"),
+    (MODERN, "http-custom-headers"), (MODERN, "http-invalid-tool-headers"), (MODERN, "json-schema-ref-no-deref"),
+    (MODERN, "sep-2322-client-request-state"))
+#: The client scenarios CI runs (each starts a gateway; the 2025-11-25 ones are 0.1.10's, which CI runs).
+CLIENT_CORE = frozenset({(MODERN, "http-standard-headers"), (MODERN, "json-schema-ref-no-deref")})
+
+
+def run_client(revision: str, scenario: str, out_dir: Path) -> Outcome:
+    """One client scenario with mcpwall as the client (tests/conformance/client_driver.py starts it)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = suite("client", "--command", f"{PYTHON} {runner.CLIENT_DRIVER}", "--scenario", scenario,
+                 "--spec-version", revision, "--timeout", "90000", "-o", str(out_dir), timeout=300)
+    (out_dir / "suite.log").write_text(done.stdout + done.stderr)
+    return Outcome(scenario, _read_checks(out_dir, "").get(scenario, []), done.returncode)
+
+
 def run(url: str, out_dir: Path, path: Path2, revision: str) -> dict[str, Outcome]:
     """The requirement set's server scenarios that apply to `path`, at the revision's wire.
 
@@ -195,6 +215,6 @@ def run(url: str, out_dir: Path, path: Path2, revision: str) -> dict[str, Outcom
             if name in wanted}
 
 
-__all__ = ["BACKCHANNEL", "BY_NAME", "CORE", "HTTP_ONLY", "LEGACY", "MODERN", "NAME_FREE", "NODE", "NODE_VERSION", "PATHS",
-           "REQUIRED", "REVISIONS", "SUITE_VERSION", "Path2", "Paths2", "full", "listed_server_scenarios", "run",
+__all__ = ["BACKCHANNEL", "BY_NAME", "CLIENT", "CLIENT_CORE", "CORE", "HTTP_ONLY", "LEGACY", "MODERN", "NAME_FREE", "NODE", "NODE_VERSION", "PATHS",
+           "REQUIRED", "REVISIONS", "SUITE_VERSION", "Path2", "Paths2", "full", "listed_server_scenarios", "run", "run_client",
            "suite", "suite_installed"]
