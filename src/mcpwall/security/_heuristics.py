@@ -15,12 +15,13 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mcpwall.security._classify import classify
 from mcpwall.security._json import strings
+from mcpwall.security._prefilter import Prefilter
 from mcpwall.security.schema import path_violations
 
 HIGH, MEDIUM, LOW = 3, 2, 1
@@ -107,6 +108,23 @@ def _encoded_payload(text: str) -> tuple[bool, str] | None:
     return payload, decoded[:60] if payload else blob[:40]
 
 
+#: searched in every string argument, and in command arguments only (each kind counted once)
+_ALWAYS = ((REVERSE_SHELL, "reverse-shell", HIGH), (DESTRUCTIVE, "destructive-command", HIGH),
+           (PRIVILEGE, "privilege-escalation", HIGH), (JNDI, "jndi-lookup", HIGH),
+           (SQLI, "sql-injection", HIGH), (METADATA, "cloud-metadata", HIGH))
+_COMMAND = ((NETWORK_CMD, "network-command"), (UPLOAD, "data-upload"), (CHAINING, "command-chaining"),
+            (SUBSTITUTION, "command-substitution"), (ENV_DISCLOSURE, "environment-disclosure"))
+#: one RE2 pass per string says which of them can match at all (most: none)
+_SCREEN = Prefilter([rx for rx, _, _ in _ALWAYS] + [EXFIL_HOST, INJECTED, SHELL_SUBST]
+                    + [rx for rx, _ in _COMMAND] + [LOCAL_URL, ATTACK_HOST, EXFIL_PATH, DATA_IN_URL])
+
+
+def _searcher(text: str, may: frozenset[re.Pattern[str]] | None) -> Callable[[re.Pattern[str]], re.Match[str] | None]:
+    if may is None:
+        return lambda rx: rx.search(text)
+    return lambda rx: rx.search(text) if rx in may else None
+
+
 def evaluate(tool: str, arguments: Mapping[str, Any], description: str = "") -> list[Factor]:
     """Every risk factor in one call (each kind counted once)."""
     facts = classify(tool, arguments, description)
@@ -121,42 +139,37 @@ def evaluate(tool: str, arguments: Mapping[str, Any], description: str = "") -> 
         if len(text) < 2:
             continue
         text = text[:20_000]
+        may = _SCREEN.screen(text)
+        if may is not None and not may and len(text) < 32:
+            continue  # no pattern can match, and too short for an encoded payload
+        search = _searcher(text, may)
         is_command = key.lower() in command_keys or (facts.shell and key.lower() in ("args", "argv", "input"))
-        for rx, name, weight in ((REVERSE_SHELL, "reverse-shell", HIGH), (DESTRUCTIVE, "destructive-command", HIGH),
-                                 (PRIVILEGE, "privilege-escalation", HIGH), (JNDI, "jndi-lookup", HIGH),
-                                 (SQLI, "sql-injection", HIGH), (METADATA, "cloud-metadata", HIGH)):
-            m = rx.search(text)
+        for rx, name, weight in _ALWAYS:
+            m = search(rx)
             if m:
                 add(name, weight, f"{path}: {m.group(0)}")
-        m = EXFIL_HOST.search(text)
+        m = search(EXFIL_HOST)
         if m:
             add("exfiltration-endpoint", HIGH, f"{path}: {m.group(0)}")
         if is_command:
-            if NETWORK_CMD.search(text):
-                add("network-command", MEDIUM, f"{path}: {text}")
-            if UPLOAD.search(text):
-                add("data-upload", MEDIUM, f"{path}: {text}")
-            if CHAINING.search(text):
-                add("command-chaining", MEDIUM, f"{path}: {text}")
-            if SUBSTITUTION.search(text):
-                add("command-substitution", MEDIUM, f"{path}: {text}")
-            if ENV_DISCLOSURE.search(text):
-                add("environment-disclosure", MEDIUM, f"{path}: {text}")
+            for rx, name in _COMMAND:
+                if search(rx):
+                    add(name, MEDIUM, f"{path}: {text}")
         else:
-            m = INJECTED.search(text)
+            m = search(INJECTED)
             if m:
                 add("command-injection", HIGH, f"{path}: {m.group(0)}")
-            elif SHELL_SUBST.search(text):
+            elif search(SHELL_SUBST):
                 add("command-substitution", MEDIUM, f"{path}: {text}")
         is_url = "://" in text[:16] or key.lower() in _URL_KEYS
         if is_url:
-            if LOCAL_URL.search(text):
+            if search(LOCAL_URL):
                 add("internal-address", MEDIUM, f"{path}: {text}")
-            if ATTACK_HOST.search(text):
+            if search(ATTACK_HOST):
                 add("attack-named-host", MEDIUM, f"{path}: {text}")
-            if EXFIL_PATH.search(text):
+            if search(EXFIL_PATH):
                 add("exfiltration-path", LOW, f"{path}: {text}")
-            m = DATA_IN_URL.search(text)
+            m = search(DATA_IN_URL)
             if m:
                 add("data-in-url", MEDIUM, f"{path}: {m.group(0)}")
         encoded = _encoded_payload(text) if len(text) >= 32 else None

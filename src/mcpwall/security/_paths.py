@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 
 from mcpwall.policy import forms
+from mcpwall.security._prefilter import Prefilter
 
 #: (label, pattern) for files that hold credentials or private data, wherever they are.
 SECRET_FILES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((label, re.compile(p, re.IGNORECASE)) for label, p in (
@@ -87,12 +88,21 @@ def spellings(value: str, home: str | None = None) -> tuple[str, ...]:
     return variants
 
 
+#: one RE2 pass per spelling says which of the built-in lists' patterns can match (most: none)
+_SCREENS = {id(SECRET_FILES): Prefilter([rx for _, rx in SECRET_FILES]),
+            id(SYSTEM_PREFIXES): Prefilter([rx for _, rx in SYSTEM_PREFIXES])}
+
+
 def sensitive(value: str, home: str | None = None, patterns: Iterable[tuple[str, re.Pattern[str]]] = SECRET_FILES
               ) -> str | None:
     """The label of the first sensitive pattern any spelling of `value` matches, else None."""
+    screen = _SCREENS.get(id(patterns))
     for spelling in spellings(value, home):
+        may = screen.screen(spelling) if screen is not None else None
+        if may is not None and not may:
+            continue
         for label, pattern in patterns:
-            if pattern.search(spelling):
+            if (may is None or pattern in may) and pattern.search(spelling):
                 return label
     return None
 

@@ -47,6 +47,7 @@ from pydantic import Field
 
 from mcpwall.pipeline import Holder, Reject, RequestContext, Stage
 from mcpwall.policy import Decision
+from mcpwall.policy._match import search_set
 from mcpwall.protocol import ErrorCode, Message
 from mcpwall.protocol.modern import MODERN_VERSIONS
 from mcpwall.security._chain_store import SharedChains
@@ -80,6 +81,8 @@ log = logging.getLogger("mcpwall.chain")
 
 _SIZE_KEYS = frozenset({"size", "length", "bytes", "max_bytes", "maxbytes", "limit", "max_length", "count"})
 _INJECTION = re2.compile(INJECTION.pattern)
+#: whether a text holds it at all, keeping the GIL (google-re2's search releases it: see search_set)
+_INJECTION_IN = search_set([INJECTION.pattern])
 _SCAN_LIMIT = 65_536
 
 
@@ -112,7 +115,7 @@ def injection_in(result: Any) -> str | None:
         if key in ("type", "mimeType", "uri") or len(text) < 12:
             continue
         chunk = text[:_SCAN_LIMIT - scanned]
-        m = _INJECTION.search(chunk)
+        m = _INJECTION.search(chunk) if _INJECTION_IN(chunk.encode("utf-8", "surrogatepass")) else None
         if m is not None:
             return str(m.group(0))[:120]
         scanned += len(chunk)
