@@ -98,6 +98,9 @@ class RequestContext:
     trace_headers: dict[str, str] | None = None
     #: the call's span while traces are on (`mcpwall.telemetry`), else None
     span: Any = None
+    #: what one stage derived from this message that another reuses rather than derives again
+    #: (keyed by what derived it, e.g. `stages._kit.call_facts`)
+    shared: dict[str, Any] = field(default_factory=dict)
 
 
 class Stage:

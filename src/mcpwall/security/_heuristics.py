@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcpwall.security._classify import classify
+from mcpwall.security._classify import CallFacts, classify
 from mcpwall.security._json import strings
 from mcpwall.security._prefilter import Prefilter
 from mcpwall.security.schema import path_violations
@@ -125,9 +125,10 @@ def _searcher(text: str, may: frozenset[re.Pattern[str]] | None) -> Callable[[re
     return lambda rx: rx.search(text) if rx in may else None
 
 
-def evaluate(tool: str, arguments: Mapping[str, Any], description: str = "") -> list[Factor]:
-    """Every risk factor in one call (each kind counted once)."""
-    facts = classify(tool, arguments, description)
+def evaluate(tool: str, arguments: Mapping[str, Any], description: str = "", facts: CallFacts | None = None
+             ) -> list[Factor]:
+    """Every risk factor in one call (each kind counted once); `facts`: classify's, when known."""
+    facts = facts or classify(tool, arguments, description)
     found: dict[str, Factor] = {}
 
     def add(name: str, weight: int, evidence: str) -> None:

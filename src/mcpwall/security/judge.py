@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.errors import InternalError
+from mcpwall.security._classify import CallFacts
 from mcpwall.security._heuristics import Factor, evaluate, score
 from mcpwall.security.dlp import Scanner
 
@@ -70,8 +71,8 @@ def escalate(current: str, opinion: Opinion) -> str:
 
 
 def heuristic(tool: str, arguments: Mapping[str, Any], description: str = "", *, deny_score: int = 3,
-              warn_score: int = 1) -> Opinion:
-    factors: list[Factor] = evaluate(tool, arguments, description)
+              warn_score: int = 1, facts: CallFacts | None = None) -> Opinion:
+    factors: list[Factor] = evaluate(tool, arguments, description, facts)
     total = score(factors)
     action = "deny" if total >= deny_score else "warn" if total >= warn_score else "allow"
     return Opinion(action, "heuristic", tuple(f.describe() for f in factors),

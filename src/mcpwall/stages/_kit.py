@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mcpwall.errors import ConfigError
 from mcpwall.pipeline import Reject, RequestContext
+from mcpwall.security._classify import CallFacts, classify
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -79,6 +80,15 @@ def arguments(ctx: RequestContext) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
+def call_facts(ctx: RequestContext) -> CallFacts:
+    """What the call's tool name and arguments say it does, derived once per message (the chain
+    stage and the judge both need them)."""
+    facts = ctx.shared.get("call_facts")
+    if not isinstance(facts, CallFacts):
+        facts = ctx.shared["call_facts"] = classify(ctx.target, arguments(ctx))
+    return facts
+
+
 def tool_description(ctx: RequestContext) -> str:
     if ctx.server is None:
         return ""
@@ -88,5 +98,5 @@ def tool_description(ctx: RequestContext) -> str:
     return desc if isinstance(desc, str) else ""
 
 
-__all__ = ["StageConfig", "arguments", "audit_mode", "enforce", "matches", "parse", "stage_block",
+__all__ = ["StageConfig", "arguments", "audit_mode", "call_facts", "enforce", "matches", "parse", "stage_block",
            "tool_description"]

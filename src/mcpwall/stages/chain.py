@@ -51,7 +51,7 @@ from mcpwall.policy._match import search_set
 from mcpwall.protocol import ErrorCode, Message
 from mcpwall.protocol.modern import MODERN_VERSIONS
 from mcpwall.security._chain_store import SharedChains
-from mcpwall.security._classify import CallFacts, classify
+from mcpwall.security._classify import CallFacts
 from mcpwall.security._json import strings
 from mcpwall.security.chains import (
     FINAL,
@@ -67,12 +67,12 @@ from mcpwall.stages._kit import (
     StageConfig,
     arguments,
     audit_mode,
+    call_facts,
     enforce,
     matches,
     parse,
     stage_block,
 )
-from mcpwall.stages._kit import tool_description as describe_tool
 
 if TYPE_CHECKING:
     from mcpwall.pipeline import GatewayView
@@ -156,7 +156,7 @@ class ChainStage(Stage):
         if ctx.method != "tools/call":
             return None
         args = arguments(ctx)
-        facts = classify(ctx.target, args, describe_tool(ctx))
+        facts = call_facts(ctx)
         self._pending[id(ctx)] = facts
         sid, label = flow_key(ctx), f"{ctx.server}/{ctx.target}"
         if self.shared is not None:

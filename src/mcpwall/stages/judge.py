@@ -31,7 +31,15 @@ from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, json_text
 from mcpwall.security.judge import JudgeError, Opinion, RemoteJudge, heuristic, stricter
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, arguments, enforce, parse, stage_block, tool_description
+from mcpwall.stages._kit import (
+    StageConfig,
+    arguments,
+    call_facts,
+    enforce,
+    parse,
+    stage_block,
+    tool_description,
+)
 
 log = logging.getLogger("mcpwall.judge")
 
@@ -72,17 +80,17 @@ class JudgeStage(Stage):
         if self.remote is not None:
             await self.remote.aclose()
 
-    def _heuristic(self, tool: str, args: Any, description: str) -> Opinion:
+    def _heuristic(self, tool: str, args: Any, description: str, ctx: RequestContext) -> Opinion:
         """The heuristics are a pure function of the call: identical calls (agents repeat them)
         are judged once; the memo is bounded."""
         try:
             key = (tool, description, json_text(args, sort_keys=True))
         except TypeError:
-            return heuristic(tool, args, description, deny_score=self.config.denyScore,
+            return heuristic(tool, args, description, facts=call_facts(ctx), deny_score=self.config.denyScore,
                              warn_score=self.config.warnScore)
         opinion = self._memo.get(key)
         if opinion is None:
-            opinion = heuristic(tool, args, description, deny_score=self.config.denyScore,
+            opinion = heuristic(tool, args, description, facts=call_facts(ctx), deny_score=self.config.denyScore,
                                 warn_score=self.config.warnScore)
             if len(self._memo) >= 4096:
                 self._memo.clear()
@@ -99,7 +107,7 @@ class JudgeStage(Stage):
         args = arguments(ctx)
         description = tool_description(ctx)
         opinions: list[Opinion] = []
-        local = self._heuristic(ctx.target, args, description) if self.config.heuristics else None
+        local = self._heuristic(ctx.target, args, description, ctx) if self.config.heuristics else None
         if local is not None:
             opinions.append(local)
         if self.remote is not None and (self.when == "always" or (local is not None and local.factors)):
