@@ -217,7 +217,7 @@ class PatternSet:
         return found
 
 
-def search_set(patterns: Sequence[str], max_mem: int = 64 << 20) -> Callable[[bytes], list[int]]:
+def search_set(patterns: Sequence[str], max_mem: int = 64 << 20) -> Callable[[bytes | str], list[int]]:
     """`Match(data)` of one RE2 set of `patterns`: the indices of those `data` matches, ascending.
 
     The thin binding's when it is built (it keeps the GIL: google-re2 releases it around every
@@ -228,7 +228,7 @@ def search_set(patterns: Sequence[str], max_mem: int = 64 << 20) -> Callable[[by
     if _NATIVE_SETS is not None:
         with contextlib.suppress(ImportError, ValueError):  # the system's RE2 refuses one: google-re2's
             module = importlib.import_module("mcpwall.policy._re2set")
-            native: Callable[[bytes], list[int]] = module.compile_set(
+            native: Callable[[bytes | str], list[int]] = module.compile_set(
                 patterns, tuple(range(len(patterns))), max_mem).Match
             return native
     options = re2.Options()
@@ -237,7 +237,13 @@ def search_set(patterns: Sequence[str], max_mem: int = 64 << 20) -> Callable[[by
     for pattern in patterns:
         rs.Add(pattern)
     rs.Compile()
-    slow: Callable[[bytes], list[int]] = rs._set.Match
+    match = rs._set.Match
+
+    def slow(data: bytes | str) -> list[int]:
+        # google-re2's binding takes a buffer only (the thin one, and the callers, pass str too) and
+        # answers in no set order
+        return sorted(match(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data))
+
     return slow
 
 
