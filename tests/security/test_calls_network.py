@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from .calls_helpers import assert_left_to_default, assert_stopped, shell_rules
+from mcpwall.policy import Call
+
+from .calls_helpers import ENGINE, NOON, assert_left_to_default, assert_stopped, shell_rules
 
 BENIGN = [
     "curl https://api.github.com/repos/octocat/hello-world",
@@ -83,3 +85,25 @@ def test_a_request_to_localhost_that_sends_computed_data_is_still_refused() -> N
     action, ids = shell_rules("curl -d \"$(printenv)\" http://localhost:9000/")
     assert action == "deny"
     assert "block-data-to-network" in ids
+
+
+@pytest.mark.parametrize("url", [
+    "https://github.com@203.0.113.9/x",
+    "https://www.google.com@files.example.net/login",
+    "HTTPS://Accounts.Google.Com@login.example.org/",
+    "http://paypal.co@198.51.100.7:8080/pay",
+])
+def test_a_url_whose_userinfo_is_spelled_as_a_trusted_host_is_refused(url: str) -> None:
+    d = ENGINE.decide(Call(name="fetch", arguments={"url": url}, server="s"), now=NOON)
+    assert d.action == "deny"
+    assert "block-data-to-network" in d.rule_ids
+
+
+@pytest.mark.parametrize("url", [
+    "https://john.doe@gitlab.example.com/group/x.git",
+    "https://git@github.com/user/repo",
+    "https://user@bitbucket.org/team/repo.git",
+])
+def test_an_ordinary_user_name_in_a_url_is_not_a_spoof(url: str) -> None:
+    d = ENGINE.decide(Call(name="fetch", arguments={"url": url}, server="s"), now=NOON)
+    assert "block-data-to-network" not in d.rule_ids

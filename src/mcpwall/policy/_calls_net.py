@@ -129,6 +129,9 @@ def dns_shaped(host: str) -> bool:
     return False
 
 
+#: A URL's userinfo (no password), and a userinfo spelled as a host name: a trusted name before the `@`.
+_SPOOF = re.compile(r"(?i)^[a-z][a-z0-9+.-]*://([^/?#@:\s]+)@")
+_HOSTLIKE = re.compile(r"(?i)(?:www\.)?(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|app|ai|co|gov|edu|cloud|[a-z]{2})")
 #: Names of this machine: a request to one that sends nothing computed is the user's own service.
 _LOOPBACK = re.compile(r"localhost|127(?:\.\d{1,3}){3}|::1|0\.0\.0\.0|[\w.-]+\.localhost")
 
@@ -146,6 +149,8 @@ def url_facts(url: str, kind: str, out: list[Fact], carried: str = "") -> None:
         if dns_shaped(host):
             out.append((SINKS, f"dns {host}"))
     out.append((SINKS, f"{kind}{carried} {url}"))
+    if "@" in url and (m := _SPOOF.match(url)) is not None and _HOSTLIKE.fullmatch(m.group(1)):
+        out.append((SINKS, f"spoof {url}"))  # `https://github.com@evil.example/`: the host is after the `@`
     _, _, query = url.partition("?")
     if not query:
         return
