@@ -197,13 +197,9 @@ class Gateway:
 
     def upstream_capabilities(self, server: str) -> dict[str, Any]:
         """What the gateway declares to an upstream: what it can route to some client."""
-        caps: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
-        if self.policy.current.allow_sampling:
-            caps["sampling"] = {}
         spec = self.servers[server].spec if server in self.servers else None
-        if spec is not None and spec.roots is not None:
-            caps["roots"] = {"listChanged": False}
-        return caps
+        return {"elicitation": {"form": {}, "url": {}}, **({"sampling": {}} if self.policy.current.allow_sampling else {}),
+                **({"roots": {"listChanged": False}} if spec is not None and spec.roots is not None else {})}
 
     # ------------------------------------------------------------------ sessions
 
