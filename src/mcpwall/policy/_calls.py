@@ -13,7 +13,7 @@ The facts, by rule target (each fact is one text a rule's values match):
 | target | texts |
 |---|---|
 | `secrets_out` | the type of each secret in an argument (`aws-access-key`, `jwt`, `private-key`, `seed-phrase`, `env-dump`, ...; `high-entropy@sink` for random material in a call that reaches a network sink) |
-| `sinks` | `<kind> <destination>`: `url`, `fetch`, `post`, `upload`, `query`, `dns`, `socket`, `listen`, `mail`; `+exec`, `+file`, `+pii`, `+encoded`, `+env` when what is sent is a shell substitution, a local file, personal data, an encoded blob or the environment |
+| `sinks` | `<kind> <destination>`: `url`, `fetch`, `post`, `upload`, `remote`, `local` (to this machine), `query`, `dns`, `socket`, `listen`, `mail`, `spoof` (a userinfo spelled as a host); `+exec`, `+file`, `+pii`, `+encoded`, `+env` when what is sent is a shell substitution, a local file, personal data, an encoded blob or the environment |
 | `touches.files` | every path an argument names or a command reads or writes (`~` kept, `$HOME` as `~`) |
 | `touches.writes` | the paths written: redirections, `tee`, `cp`/`mv` targets, `sed -i`, a write tool's path |
 | `touches.programs` | each command a command argument runs, from its program's basename on (`whoami`, `sudo -l`) |
