@@ -1,6 +1,7 @@
 """An OAuth-protected remote MCP server written with the official SDK's auth support.
 
-Usage: protected_server.py PORT ISSUER JWKS_URI [REQUIRED_SCOPE]
+Usage: protected_server.py PORT ISSUER JWKS_URI [REQUIRED_SCOPE [TRANSPORT]]
+(TRANSPORT streamable-http, the default, at /mcp, or sse, the legacy HTTP+SSE, at /sse)
 
 It is a resource server only (`mcp.server.auth`): `AuthSettings` names the authorization
 server (ISSUER, e.g. the tests' Glewlwyd) and its own resource URI
@@ -51,8 +52,8 @@ class JwksVerifier:
                                    "username": claims.get("preferred_username") or claims.get("username")})
 
 
-def build(port: int, issuer: str, jwks_uri: str, scope: str) -> MCPServer:
-    resource = f"http://127.0.0.1:{port}/mcp"
+def build(port: int, issuer: str, jwks_uri: str, scope: str, transport: str = "streamable-http") -> MCPServer:
+    resource = f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
     server = MCPServer(
         "protected-test-server",
         token_verifier=JwksVerifier(issuer, jwks_uri, resource),
@@ -79,5 +80,6 @@ def build(port: int, issuer: str, jwks_uri: str, scope: str) -> MCPServer:
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    build(port, sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "mcp:tools").run(
-        "streamable-http", host="127.0.0.1", port=port)  # type: ignore[call-overload]
+    kind = sys.argv[5] if len(sys.argv) > 5 else "streamable-http"
+    build(port, sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "mcp:tools", kind).run(
+        kind, host="127.0.0.1", port=port)  # type: ignore[call-overload]

@@ -46,26 +46,32 @@ class Protected:
     proc: subprocess.Popen[bytes]
 
 
+@contextlib.contextmanager
+def serve_protected(glewlwyd: Glewlwyd, log_path: Path, transport: str = "streamable-http") -> Iterator[Protected]:
+    """tests/oauth/protected_server.py on a free port (its resource allowed at Glewlwyd), stopped by PID."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
+    glewlwyd.allow_resource(url)
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([sys.executable, str(HERE / "protected_server.py"), str(port), glewlwyd.issuer,
+                                 glewlwyd.jwks_uri, "mcp:tools", transport], stdout=log, stderr=log)
+        try:
+            for _ in range(150):
+                try:
+                    httpx.get(url, timeout=0.5)
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+            yield Protected(url, proc)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
 @pytest.fixture(scope="module")
 def protected(glewlwyd: Glewlwyd, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Protected]:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    glewlwyd.allow_resource(url)
-    log = (tmp_path_factory.mktemp("protected") / "server.log").open("wb")
-    proc = subprocess.Popen([sys.executable, str(HERE / "protected_server.py"), str(port), glewlwyd.issuer,
-                             glewlwyd.jwks_uri], stdout=log, stderr=log)
-    try:
-        for _ in range(150):
-            try:
-                httpx.post(url, json={}, timeout=0.5)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield Protected(url, proc)
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
+    with serve_protected(glewlwyd, tmp_path_factory.mktemp("protected") / "server.log") as server:
+        yield server
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -363,3 +369,14 @@ def test_a_login_to_a_server_that_is_not_there_or_no_url_fails_in_one_line(url: 
     assert done.returncode == (1 if url.startswith("http") else 2), done.stderr
     assert "Traceback" not in done.stderr
     assert ("cannot reach" if url.startswith("http") else "must be an http(s) URL") in done.stderr
+
+
+async def test_a_legacy_sse_upstream_gets_the_owners_grant(glewlwyd: Glewlwyd, tmp_path: Path) -> None:
+    with serve_protected(glewlwyd, tmp_path / "sse.log", "sse") as sse:
+        home = tmp_path / "home"
+        await anyio.to_thread.run_sync(lambda: login(home, glewlwyd, sse.url, "bob"))
+        gw = GatewayProcess(home, {"prot": {"url": sse.url, "type": "sse"}}, env=_env(home)).start()
+        try:
+            assert (await _whoami(gw, gw.token)).startswith("user=bob")
+        finally:
+            gw.stop()

@@ -84,13 +84,24 @@ def _initialize_body() -> dict[str, Any]:
                        "clientInfo": {"name": "mcpwall", "version": __version__}}}
 
 
-async def _probe(url: str, auth: httpx2.Auth) -> None:
-    """The request whose 401 starts the SDK's flow; the session it opens is closed at once."""
+async def _probe(url: str, auth: httpx2.Auth, logged_in: Callable[[], bool] = lambda: False) -> None:
+    """The request whose 401 starts the SDK's flow; the session it opens is closed at once.
+
+    A legacy HTTP+SSE server (`/sse`) takes no POST there (405): its event stream is opened instead,
+    and once the flow has its token the stream, which never ends, is given up on after a quiet moment."""
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
                "MCP-Protocol-Version": _PROTOCOL_VERSION}
     async with httpx2.AsyncClient(auth=auth, timeout=httpx2.Timeout(30.0, read=60.0)) as http:
         try:
             response = await http.post(url, json=_initialize_body(), headers=headers)
+            if response.status_code in (400, 404, 405) and not logged_in():
+                try:
+                    response = await http.get(url, headers={"Accept": "text/event-stream"},
+                                              timeout=httpx2.Timeout(30.0, read=3.0))
+                except httpx2.ReadTimeout:
+                    if not logged_in():
+                        raise
+                    return  # the stream is open: authorized
         except httpx2.HTTPError as exc:
             raise LoginFailed(f"cannot reach {url}: {exc.__class__.__name__}: {exc}") from exc
         if response.status_code in (401, 403):
@@ -158,7 +169,7 @@ async def login(server: str, url: str, store: TokenStore, options: LoginOptions,
 
         provider = OAuthClientProvider(url, metadata, held, redirect_handler=redirect, callback_handler=answer,
                                        client_metadata_url=options.client_metadata_url)
-        await _run(url, provider)
+        await _run(url, provider, held)
     grant = _grant(provider, held, "user", options.scope)
     store.put(server, options.principal, grant)
     return grant
@@ -172,19 +183,19 @@ async def login_service(server: str, url: str, store: TokenStore, *, client_id: 
     provider = ClientCredentialsOAuthProvider(url, held, client_id, client_secret,
                                               token_endpoint_auth_method=auth_method,  # type: ignore[arg-type]
                                               scope=scope, issuer=issuer)
-    await _run(url, provider)
+    await _run(url, provider, held)
     held.client = provider._fixed_client_info
     grant = _grant(provider, held, "service", scope)
     store.put(server, SERVICE, grant)
     return grant
 
 
-async def _run(url: str, provider: OAuthClientProvider) -> None:
+async def _run(url: str, provider: OAuthClientProvider, held: _Held) -> None:
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
     from pydantic import ValidationError
 
     try:
-        await _probe(url, provider)
+        await _probe(url, provider, lambda: held.tokens is not None)
     except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
         raise LoginFailed(str(exc)) from exc
     except ValidationError as exc:  # metadata or a token answer that is not what the RFCs describe
