@@ -18,7 +18,6 @@ pybind11 binding costs ~1,100 ns a text here, the thin one ~310.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import re
 from collections.abc import Callable, Sequence
@@ -217,34 +216,4 @@ class PatternSet:
         return found
 
 
-def search_set(patterns: Sequence[str], max_mem: int = 64 << 20) -> Callable[[bytes | str], list[int]]:
-    """`Match(data)` of one RE2 set of `patterns`: the indices of those `data` matches, ascending.
-
-    The thin binding's when it is built (it keeps the GIL: google-re2 releases it around every
-    match, and with the ledger's writer thread waiting for it a match of a microsecond cost tens),
-    else google-re2's. Raises ValueError for a pattern the set refuses.
-    """
-    patterns = tuple(patterns)
-    if _NATIVE_SETS is not None:
-        with contextlib.suppress(ImportError, ValueError):  # the system's RE2 refuses one: google-re2's
-            module = importlib.import_module("mcpwall.policy._re2set")
-            native: Callable[[bytes | str], list[int]] = module.compile_set(
-                patterns, tuple(range(len(patterns))), max_mem).Match
-            return native
-    options = re2.Options()
-    options.max_mem = max_mem
-    rs = re2.Set.SearchSet(options)
-    for pattern in patterns:
-        rs.Add(pattern)
-    rs.Compile()
-    match = rs._set.Match
-
-    def slow(data: bytes | str) -> list[int]:
-        # google-re2's binding takes a buffer only (the thin one, and the callers, pass str too) and
-        # answers in no set order
-        return sorted(match(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data))
-
-    return slow
-
-
-__all__ = ["Matcher", "PatternSet", "encode", "js_to_python", "native_sets", "re2_pattern", "search_set"]
+__all__ = ["Matcher", "PatternSet", "encode", "js_to_python", "native_sets", "re2_pattern"]

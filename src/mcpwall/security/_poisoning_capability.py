@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mcpwall.policy._match import search_set
+from mcpwall._re2 import search_set
 
 _I = re.IGNORECASE
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import re2
 
-from mcpwall.policy._match import search_set
+from mcpwall._re2 import search_set
 from mcpwall.security._poisoning_quotes import blank_mentions
 
 _Q = "[`'\"\u2018\u2019\u201c\u201d]"

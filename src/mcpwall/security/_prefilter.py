@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import re2
 
-from mcpwall.policy._match import search_set
+from mcpwall._re2 import search_set
 
 #: where the engines may disagree on a text (see the module's docstring)
 _UNSCREENABLE = re.compile(r"[\x0b\x1c-\x1f]|\n\Z")

@@ -33,7 +33,7 @@ from typing import Any
 
 import re2
 
-from mcpwall.policy._match import search_set
+from mcpwall._re2 import search_set
 from mcpwall.security import _blocks, _decode
 from mcpwall.security._decode import MAX_DECODED, Budget
 from mcpwall.security._encoded import KNOWN, EncodedScan

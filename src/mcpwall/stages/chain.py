@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import re2
 from pydantic import Field
 
+from mcpwall._re2 import search_set
 from mcpwall.pipeline import Holder, Reject, RequestContext, Stage
 from mcpwall.policy import Decision
-from mcpwall.policy._match import search_set
 from mcpwall.protocol import ErrorCode, Message
 from mcpwall.protocol.modern import MODERN_VERSIONS
 from mcpwall.security._chain_store import SharedChains
