@@ -1,9 +1,11 @@
 """Gateway overhead on the echo tool of @modelcontextprotocol/server-everything.
 
-Measures, in one run, the same `tools/call echo` five ways:
+Measures, in one run, the same `tools/call echo` six ways:
 
 - direct stdio to the server (the baseline),
-- through the gateway's aggregated streamable-HTTP endpoint `/mcp`,
+- through the gateway's aggregated streamable-HTTP endpoint `/mcp`, as a
+  legacy-era client (a session from `initialize`) and as a 2026-07-28 one
+  (no session: the protocol in each request's `_meta` and `Mcp-*` headers),
 - through `mcpwall proxy --stdio`,
 - through seatbelt's plain route `POST /{server}`,
 - through bench/bare_relay.py, a uvicorn + orjson relay with no checks at all
@@ -93,6 +95,19 @@ stages:
   poisoning: false
   judge: false
 """
+
+MODERN = "2026-07-28"
+MODERN_HEADERS = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "everything__echo"}
+
+
+def modern_call(i: int, tool: str) -> dict[str, Any]:
+    """`call` as a 2026-07-28 client sends it: the protocol, capabilities and client in `_meta`."""
+    body = call(i, tool)
+    body["params"]["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                               "io.modelcontextprotocol/clientCapabilities": {},
+                               "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}
+    return body
+
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
@@ -416,6 +431,10 @@ def main() -> None:
             routes = {
                 "/mcp": (f"http://127.0.0.1:{port}/mcp", json.dumps(call(0, "everything__echo")).replace('"id": 0', '"id": "%s"'),
                          {**auth, "Accept": "application/json, text/event-stream", "Mcp-Session-Id": sid}),
+                # the 2026-07-28 era: no session, the protocol in each request's _meta and headers
+                "/mcp 2026-07-28": (f"http://127.0.0.1:{port}/mcp",
+                                    json.dumps(modern_call(0, "everything__echo")).replace('"id": 0', '"id": "%s"'),
+                                    {**auth, "Accept": "application/json, text/event-stream", **MODERN_HEADERS}),
                 "POST /{server}": (f"http://127.0.0.1:{port}/everything",
                                    json.dumps(call(0, "echo")).replace('"id": 0', '"id": "%s"'), auth),
             }
