@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conformance import runner
-from tests.conformance.helpers import MCPWALL, PYTHON
+from tests.conformance.helpers import CLIENT_DRIVER, MCPWALL, PYTHON
 from tests.conformance.runner import Outcome, _read_checks
 
 HERE = Path(__file__).resolve().parent
@@ -186,7 +186,7 @@ CLIENT_CORE = frozenset({(MODERN, "http-standard-headers"), (MODERN, "json-schem
 def run_client(revision: str, scenario: str, out_dir: Path) -> Outcome:
     """One client scenario with mcpwall as the client (tests/conformance/client_driver.py starts it)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    done = suite("client", "--command", f"{PYTHON} {runner.CLIENT_DRIVER}", "--scenario", scenario,
+    done = suite("client", "--command", f"{PYTHON} {CLIENT_DRIVER}", "--scenario", scenario,
                  "--spec-version", revision, "--timeout", "90000", "-o", str(out_dir), timeout=300)
     (out_dir / "suite.log").write_text(done.stdout + done.stderr)
     return Outcome(scenario, _read_checks(out_dir, "").get(scenario, []), done.returncode)

@@ -40,6 +40,7 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
     OAuthToken,
 )
+from pydantic import AnyUrl
 
 from mcpwall.oauth._jwks import REFETCH_MIN_S
 from tests.harness import free_port
@@ -380,7 +381,7 @@ def _provider(rs: Setup, url: str, user: str, scope: str | None = None) -> tuple
         answer = await anyio.to_thread.run_sync(rs.glewlwyd.redirect, urls[-1], user)
         return AuthorizationCodeResult(code=answer["code"], state=answer.get("state"), iss=answer.get("iss"))
 
-    metadata = OAuthClientMetadata(client_name="sdk test", redirect_uris=["http://127.0.0.1:9/callback"],
+    metadata = OAuthClientMetadata(client_name="sdk test", redirect_uris=[AnyUrl("http://127.0.0.1:9/callback")],
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                                    token_endpoint_auth_method="client_secret_post", scope=scope)
     return OAuthClientProvider(url, metadata, _Memory(), redirect_handler=redirect, callback_handler=callback), urls

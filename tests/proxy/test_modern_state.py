@@ -107,7 +107,7 @@ ROUTES = {
               "send": ("/mcp/web", "http_request")},
 }
 #: how the client dresses each of its three calls: (clientInfo name, traceparent, extra headers)
-DISGUISES = {
+DISGUISES: dict[str, list[tuple[str, str | None, dict[str, str]]]] = {
     "rotating clientInfo": [("claude-code", TRACE_A, {}), ("cursor", TRACE_A, {}), ("innocent-ide", TRACE_A, {})],
     "traceparent dropped then forged": [("agent", TRACE_A, {}), ("agent", None, {}), ("agent", TRACE_B, {})],
     "everything rotated": [("a", None, {"Mcp-Session-Id": "s1"}), ("b", TRACE_A, {"Mcp-Session-Id": "s2"}),

@@ -63,8 +63,8 @@ def test_a_pattern_re2_refuses_always_runs() -> None:
     lookahead = re.compile(r"rm(?=\s)")
     screen = Prefilter([lookahead, re.compile("curl")])
     assert lookahead in screen._always
-    assert screen.screen("nothing here") == {lookahead}
-    assert screen.screen("curl x") == {lookahead, screen._patterns[0]}
+    assert screen.screen("nothing here") == frozenset({lookahead})
+    assert screen.screen("curl x") == frozenset({lookahead, screen._patterns[0]})
 
 
 def test_the_judge_still_finds_each_class_the_screen_could_hide() -> None:
