@@ -34,16 +34,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-POLICY = """\
-extends: [{default}]
-rules:
-  - id: allow-echo
-    description: The benchmark tool
-    tools: [echo]
-    action: allow
-{extra}stages:
-  ratelimit: {{requestsPerMinute: 0}}
-{stages}"""
+sys.path.insert(0, str(ROOT / "bench"))
+#: the policy `proxy_overhead.py --stages all` runs, so both measure the same configuration
+from proxy_overhead import POLICY  # noqa: E402
 
 #: name -> (top-level lines, lines under `stages:`)
 CONFIGS: dict[str, tuple[str, str]] = {
@@ -66,7 +59,8 @@ async def _measure(config: str, calls: int) -> dict[str, float]:
     default = ROOT / "src" / "mcpwall" / "policy" / "templates" / "default.yaml"
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        (home / "policy.yaml").write_text(POLICY.format(default=default, extra=extra, stages=stages))
+        shipped = POLICY.format(default=default)
+        (home / "policy.yaml").write_text(shipped.replace("stages:\n", extra + "stages:\n", 1) + stages)
         gateway = build(GatewaySettings(home=home, policy_path=home / "policy.yaml", insecure_no_auth=True)).gateway
         await gateway.start()
         session = Session(kind="stdio", client_name="bench", initialized=True)
