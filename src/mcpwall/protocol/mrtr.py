@@ -48,8 +48,10 @@ __all__ = [
     "REASON",
     "Claims",
     "InvalidState",
+    "call_body",
     "call_digest",
     "declares",
+    "digest_of",
     "input_required",
     "retry_parts",
     "seal",
@@ -87,13 +89,21 @@ def _principal_tag(key: bytes, principal: str) -> str:
                          hashlib.sha256).digest()[:12])
 
 
-def call_digest(method: str, params: dict[str, Any]) -> str:
+def call_body(method: str, params: dict[str, Any]) -> bytes:
     """What identifies a call across its rounds: its method, the name (or URI) and the arguments
-    as the client sent them, canonical JSON hashed. A retry must repeat them exactly."""
+    as the client sent them, as canonical JSON (`call_digest` hashes it)."""
     target = params.get("uri") if method == "resources/read" else params.get("name")
     args = params.get("arguments") if method != "resources/read" else None
-    body = orjson.dumps([method, target, args if args is not None else {}], option=orjson.OPT_SORT_KEYS)
+    return orjson.dumps([method, target, args if args is not None else {}], option=orjson.OPT_SORT_KEYS)
+
+
+def digest_of(body: bytes) -> str:
     return _b64(hashlib.sha256(body).digest()[:18])
+
+
+def call_digest(method: str, params: dict[str, Any]) -> str:
+    """The digest of `call_body`. A retry must repeat the call exactly."""
+    return digest_of(call_body(method, params))
 
 
 def seal(key: bytes, claims: Claims, principal: str) -> str:

@@ -53,6 +53,8 @@ VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
 PARAM_PREFIX = "mcp-param-"
+_STANDARD = (VERSION_HEADER.encode(), METHOD_HEADER.encode(), NAME_HEADER.encode())
+_PARAM_PREFIX = PARAM_PREFIX.encode()
 #: Past this many sessions remembered, the closed ones are forgotten (the live ones are capped
 #: per principal by the frontend).
 _PRUNE_AT = 1024
@@ -80,8 +82,9 @@ def claims(msg: Message, headers: dict[str, str]) -> bool:
 
 
 def _safe(value: str) -> bool:
-    """Visible ASCII, space and tab only (RFC 9110 field values as MCP allows them)."""
-    return all(" " <= c <= "~" or c == "\t" for c in value)
+    """Visible ASCII, space and tab only (RFC 9110 field values as MCP allows them): an ASCII
+    text is printable exactly when it is within " " to "~"."""
+    return value.isascii() and (value.isprintable() or value.replace("\t", " ").isprintable())
 
 
 def mismatch(
@@ -101,12 +104,12 @@ def mismatch(
     """
     if not modern and METHOD_HEADER not in headers and NAME_HEADER not in headers:
         return None
-    seen: set[str] = set()
+    seen: set[bytes] = set()
     for name, _ in raw:
-        key = name.decode("latin-1").lower()
-        if key in (VERSION_HEADER, METHOD_HEADER, NAME_HEADER) or key.startswith(PARAM_PREFIX):
-            if key in seen:
-                return f"{key} header appears more than once"
+        key = name.lower()
+        if key.startswith(b"mcp-"):  # the MCP headers: Mcp-Method, Mcp-Name, Mcp-Param-*, MCP-Protocol-Version
+            if key in seen and (key in _STANDARD or key.startswith(_PARAM_PREFIX)):
+                return f"{key.decode('latin-1')} header appears more than once"
             seen.add(key)
     params = msg.get("params")
     body: dict[str, Any] = params if isinstance(params, dict) else {}

@@ -63,7 +63,9 @@ from mcpwall.protocol.mrtr import (
     INPUT_REQUIRED_METHODS,
     Claims,
     InvalidState,
+    call_body,
     call_digest,
+    digest_of,
     input_required,
     retry_parts,
     seal,
@@ -85,6 +87,8 @@ HOLD_TTL_S = 120.0
 MAX_WAITING = 16
 #: Questions a server sends together (several elicitations at once) join one InputRequiredResult.
 _BATCH_S = 0.02
+#: hold ids: this process's random prefix and a counter
+_HOLD_IDS = map("{}-{:x}".format, itertools.repeat(secrets.token_hex(4)), itertools.count(1))
 
 
 @dataclass
@@ -106,9 +110,11 @@ class Hold:
     session: Session
     rid: RequestId
     method: str
-    digest: str
+    #: the call as `call_body` has it; hashed (`digest`) only when a round is sealed or a retry checked
+    body: bytes
     caps: dict[str, Any]
-    id: str = field(default_factory=lambda: secrets.token_urlsafe(12))
+    #: unique in this gateway; it need not be secret, since a requestState carrying it is MACed
+    id: str = field(default_factory=lambda: next(_HOLD_IDS))
     asked: dict[str, _Asked] = field(default_factory=dict)
     round: int = 0
     task: asyncio.Task[Message | None] | None = None
@@ -120,12 +126,26 @@ class Hold:
     ctx: Any = None
     notes: dict[str, Any] = field(default_factory=lambda: {"rounds": 0, "asked": [], "answered": [],
                                                            "withheld": [], "ignored": []})
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: resolved when the call ends or asks something: what `Holds._round` waits on (one future, not a
+    #: waiter task and asyncio.wait: every modern call passes here, most never ask anything)
+    wake: asyncio.Future[None] | None = None
     _keys: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _digest: str = ""
 
     @property
     def principal(self) -> str:
         return self.session.principal
+
+    @property
+    def digest(self) -> str:
+        if not self._digest:
+            self._digest = digest_of(self.body)
+        return self._digest
+
+    def poke(self) -> None:
+        wake = self.wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
 
     async def relay(self, msg: Message) -> None:
         """What is sent on the call's way: the gateway's own request (an approval asked of the
@@ -192,7 +212,7 @@ class Holds:
     async def _first(self, session: Session, msg: Message, emit: Emit | None, size: int) -> Message | None:
         params = msg["params"]
         caps = params["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
-        hold = Hold(self, session, msg["id"], msg["method"], call_digest(msg["method"], params),
+        hold = Hold(self, session, msg["id"], msg["method"], call_body(msg["method"], params),
                     caps if isinstance(caps, dict) else {})
         self._by_call[(session.id, hold.rid)] = hold
         self._by_id[hold.id] = hold
@@ -256,12 +276,11 @@ class Holds:
                     if not hold.task.done():
                         return self._ask(hold, rid)
                     continue
-                hold.changed.clear()
-                waiter = asyncio.ensure_future(hold.changed.wait())
+                hold.wake = asyncio.get_running_loop().create_future()
                 try:
-                    await asyncio.wait({hold.task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                    await hold.wake
                 finally:
-                    waiter.cancel()
+                    hold.wake = None
         except asyncio.CancelledError:
             if not hold.waiting:
                 hold.task.cancel()  # the client went away mid-call, as a legacy client cancelling it
@@ -324,7 +343,7 @@ class Holds:
         hold.asked[key] = _Asked(rid, method, request, respond)
         hold.notes["asked"].append({"key": key, "method": method, "server": server or "(the gateway)"})
         hold.note()
-        hold.changed.set()
+        hold.poke()
 
     def to_gateway(self, session: Session, rid: RequestId) -> Callable[[Message], Awaitable[None]]:
         """The way back for the client's answer to the gateway's own question: its message taps,
@@ -371,7 +390,7 @@ class Holds:
             hold.expiry.cancel()
         self._by_call.pop((hold.session.id, hold.rid), None)
         self._by_id.pop(hold.id, None)
-        hold.changed.set()
+        hold.poke()
 
     def status(self) -> dict[str, Any]:
         return {**self.counts, "holding": len(self._by_id)}
