@@ -242,6 +242,21 @@ async def test_the_input_round_is_an_input_required_result_and_its_retry_gets_th
     assert "No call is held" in refusal(again, "unknown")
 
 
+@pytest.mark.parametrize("caps", [{"experimental": {}}, {"sampling": {}}, {"roots": {"listChanged": True}}])
+async def test_a_client_that_cannot_be_asked_gets_its_answer_and_the_server_a_refusal(
+        gw: dict[str, Any], caps: dict[str, Any]) -> None:
+    # A client that declared no elicitation is never held for one: the server's question is refused
+    # (as the legacy routing refuses it), the call ends with the server's own answer in one POST.
+    body = call(150, ELICIT, {})
+    body["params"]["_meta"] = meta(**caps)
+    status, answer = await post(gw, body)
+    assert status == 200, answer
+    result = answer.get("result") or {}
+    assert result.get("resultType") != "input_required", answer
+    assert "Ada" not in json.dumps(answer)
+    assert gw["gateway"].traffic.mrtr.status()["holding"] == 0
+
+
 async def test_a_request_state_replayed_with_another_principals_token_is_refused(gw: dict[str, Any]) -> None:
     first = await asked(gw, 111, bearer=gw["alice"])
     retry = call(112, ELICIT, {}, inputResponses={"mcpwall-1": ANSWER}, requestState=first["requestState"])

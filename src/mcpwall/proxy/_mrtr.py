@@ -47,12 +47,10 @@ minted before a restart names no hold either.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.pipeline import Emit, Session
@@ -65,13 +63,13 @@ from mcpwall.protocol.mrtr import (
     InvalidState,
     call_body,
     call_digest,
-    digest_of,
     input_required,
     retry_parts,
     seal,
     unseal,
 )
 from mcpwall.protocol.naming import split
+from mcpwall.proxy._hold import Hold, _Asked
 from mcpwall.proxy._input_answers import Policed, police_input_responses
 
 if TYPE_CHECKING:
@@ -87,93 +85,8 @@ HOLD_TTL_S = 120.0
 MAX_WAITING = 16
 #: Questions a server sends together (several elicitations at once) join one InputRequiredResult.
 _BATCH_S = 0.02
-#: hold ids: this process's random prefix and a counter
-_HOLD_IDS = map("{}-{:x}".format, itertools.repeat(secrets.token_hex(4)), itertools.count(1))
-
-
-@dataclass
-class _Asked:
-    """One question (a server's, or the gateway's own: an approval), waiting for the client's answer."""
-
-    rid: RequestId
-    method: str
-    request: Message
-    #: hands the answer (or the gateway's refusal), under `rid`, to whoever asked
-    respond: Callable[[Message], Awaitable[None]]
-
-
-@dataclass(eq=False)
-class Hold:
-    """One modern client's call that may need its input: the task running it, its open questions."""
-
-    holds: Holds
-    session: Session
-    rid: RequestId
-    method: str
-    #: the call as `call_body` has it; hashed (`digest`) only when a round is sealed or a retry checked
-    body: bytes
-    caps: dict[str, Any]
-    #: unique in this gateway; it need not be secret, since a requestState carrying it is MACed
-    id: str = field(default_factory=lambda: next(_HOLD_IDS))
-    asked: dict[str, _Asked] = field(default_factory=dict)
-    round: int = 0
-    task: asyncio.Task[Message | None] | None = None
-    #: the emit of the POST being answered now (progress and log lines go there)
-    live: Emit | None = None
-    busy: bool = False
-    waiting: bool = False
-    expiry: asyncio.TimerHandle | None = None
-    ctx: Any = None
-    notes: dict[str, Any] = field(default_factory=lambda: {"rounds": 0, "asked": [], "answered": [],
-                                                           "withheld": [], "ignored": []})
-    #: resolved when the call ends or asks something: what `Holds._round` waits on (one future, not a
-    #: waiter task and asyncio.wait: every modern call passes here, most never ask anything)
-    wake: asyncio.Future[None] | None = None
-    _keys: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _digest: str = ""
-
-    @property
-    def principal(self) -> str:
-        return self.session.principal
-
-    @property
-    def digest(self) -> str:
-        if not self._digest:
-            self._digest = digest_of(self.body)
-        return self._digest
-
-    def poke(self) -> None:
-        wake = self.wake
-        if wake is not None and not wake.done():
-            wake.set_result(None)
-
-    async def relay(self, msg: Message) -> None:
-        """What is sent on the call's way: the gateway's own request (an approval asked of the
-        client, approvals/_elicit) becomes a question of the round, its withdrawal takes it back;
-        progress and log lines go to the POST being answered, or, on stdio, to the client outside
-        any request; they are dropped between an HTTP client's rounds."""
-        if "id" in msg and isinstance(msg.get("method"), str):
-            await self.holds.ask(self, msg, self.holds.to_gateway(self.session, msg["id"]))
-            return
-        if msg.get("method") == "notifications/cancelled" and isinstance(msg.get("params"), dict):
-            rid = msg["params"].get("requestId")
-            if any(a.rid == rid for a in self.asked.values()):
-                self.asked = {k: a for k, a in self.asked.items() if a.rid != rid}
-                return
-        if self.live is not None:
-            await self.live(msg)
-        elif self.session.kind != "http":
-            await self.session.push(msg)
-
-    def note(self) -> None:
-        """The call's ledger row carries the rounds (its context, once the gateway made it)."""
-        if self.ctx is None:
-            inflight = self.session.inflight.get(self.rid)
-            self.ctx = getattr(inflight, "ctx", None)
-            if self.ctx is not None:
-                self.ctx.notes["mrtr"] = self.notes
-
-
+#: the client capabilities a held call's questions need (one of them declared, or nothing can be asked)
+_ASKABLE = frozenset(CAPABILITY_OF.values())
 class Holds:
     """One gateway's held calls (`ServerTraffic.mrtr`), by call and by hold id."""
 
@@ -212,6 +125,11 @@ class Holds:
     async def _first(self, session: Session, msg: Message, emit: Emit | None, size: int) -> Message | None:
         params = msg["params"]
         caps = params["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
+        if not isinstance(caps, dict) or _ASKABLE.isdisjoint(caps):
+            # Nothing can be asked of a client that declared none of elicitation, sampling and roots
+            # (`ask` would refuse every question), so its call needs no hold, no task of its own and
+            # no rounds: it runs here, and a question is refused as `ask` refuses it.
+            return await self.gw.handle_request(session, msg, self._refusing(session, emit), bytes_in=size)
         hold = Hold(self, session, msg["id"], msg["method"], call_body(msg["method"], params),
                     caps if isinstance(caps, dict) else {})
         self._by_call[(session.id, hold.rid)] = hold
@@ -344,6 +262,23 @@ class Holds:
         hold.notes["asked"].append({"key": key, "method": method, "server": server or "(the gateway)"})
         hold.note()
         hold.poke()
+
+    def _refusing(self, session: Session, emit: Emit | None) -> Emit:
+        """The emit of a call whose client can be asked nothing: the gateway's own questions (an
+        approval asked of the client) are refused at once, the rest goes where `Hold.relay` sends it."""
+
+        async def relay(msg: Message) -> None:
+            method = msg.get("method")
+            if "id" in msg and isinstance(method, str):
+                await self.to_gateway(session, msg["id"])(error(
+                    msg["id"], ErrorCode.METHOD_NOT_FOUND,
+                    f"mcpwall cannot route {method}: the calling client did not declare it"))
+            elif emit is not None:
+                await emit(msg)
+            elif session.kind != "http":
+                await session.push(msg)
+
+        return relay
 
     def to_gateway(self, session: Session, rid: RequestId) -> Callable[[Message], Awaitable[None]]:
         """The way back for the client's answer to the gateway's own question: its message taps,
