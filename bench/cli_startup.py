@@ -7,13 +7,14 @@ CPU time (user + system) the process used, with the interpreter's own start (`py
 for scale. On a shared machine the fastest start is the one least slowed by the others. Goals (issue 29): `--help` under 0.15 s, `simulate` and `inspect` of one file under
 0.3 s. Prints figures, asserts nothing.
 
-    python bench/cli_startup.py [--runs 20] [--mcpwall PATH] [--tree SRC]...
+    python bench/cli_startup.py [--runs 20] [--mcpwall PATH] [--tree SRC]... [--pure]
 
 `--mcpwall` names the entry point to start (default: the one beside this interpreter). `--tree
 SRC` starts it on that source tree instead (`PYTHONPATH=SRC`, ahead of the installed one: e.g. a
 `git worktree` of another commit's `src`); given more than once, the trees take turns run by run,
 so that each sees the same machine (load that comes and goes on a shared machine falls on all of
-them alike), and each gets a column.
+them alike), and each gets a column. `--pure` starts every tree with `MCPWALL_PURE=1`: the policy
+engine's modules run as Python even where its native build is there (see `mcpwall._native`).
 """
 
 from __future__ import annotations
@@ -61,10 +62,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--mcpwall", default=str(Path(sys.executable).parent / "mcpwall"))
     parser.add_argument("--tree", action="append", default=[], help="A source tree to start mcpwall from.")
+    parser.add_argument("--pure", action="store_true", help="Ignore the native build (MCPWALL_PURE=1).")
     args = parser.parse_args()
     trees: list[str | None] = list(args.tree) or [None]
     print(f"{platform.node()} {platform.processor() or platform.machine()} Python {platform.python_version()}"
           f" {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.runs} runs each"
+          f"{', pure Python (MCPWALL_PURE=1)' if args.pure else ''}, load average {_load()}"
           + (", trees taking turns: " + ", ".join(f"[{i + 1}] {t}" for i, t in enumerate(args.tree))
              if args.tree else ""))
     with tempfile.TemporaryDirectory() as raw:
@@ -72,6 +75,8 @@ def main() -> None:
         envs = []
         for tree in trees:
             env = {"MCPWALL_HOME": str(tmp / "state"), "PATH": "/usr/bin:/bin"}
+            if args.pure:
+                env["MCPWALL_PURE"] = "1"
             if tree is not None:
                 env["PYTHONPATH"] = str(Path(tree).resolve())
             elif "PYTHONPATH" in os.environ:
@@ -88,6 +93,12 @@ def main() -> None:
             cells = [f"median {statistics.median(w) * 1000:6.1f} ms  min {min(w) * 1000:6.1f}  max {max(w) * 1000:6.1f}"
                      f"  cpu {statistics.median(c) * 1000:6.1f}" for w, c in zip(walls, cpus, strict=True)]
             print(f"{name:16} " + "   |   ".join(cells))
+    print(f"load average at the end {_load()}")
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages, to record how busy the machine was."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

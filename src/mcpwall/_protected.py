@@ -72,7 +72,7 @@ def _extends_as_written(files: Iterable[str | Path]) -> list[Path]:
     for file in files:
         try:
             resolved = Path(file).expanduser().resolve()
-            doc, _ = parse_policy_text(resolved.read_text(encoding="utf-8"), str(resolved))
+            doc, _ = parse_policy_text(resolved.read_text(encoding="utf-8"), str(resolved), plain=True)
         except Exception:  # not there, not a policy: the loader reports it; nothing to add
             continue
         for ext in doc.extends or []:

@@ -4,7 +4,8 @@ Strategy: the listing `--help` prints comes from `SUMMARIES`, so one test keeps 
 equal to what click would print from each command's own docstring. The others run a command in
 a fresh interpreter, as a script or a hook starts it, and check which modules it imported:
 `simulate` on the built-in policy and `inspect` of a saved file load no network, HTTP, gateway
-or pipeline code. Start-up times themselves are measured by `bench/cli_startup.py`, never
+or pipeline code, and `simulate` of a policy valid as written no pydantic (`policy._plain`; a
+file with an error still gets the models' message). Start-up times themselves are measured by `bench/cli_startup.py`, never
 asserted here. What `simulate` skips must not change its answers: a policy without stage sections
 gives the stages nothing to refuse (their defaults build), and the gateway's self-protection still
 decides first.
@@ -23,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpwall.cli import COMMANDS, SUMMARIES, cli
+from mcpwall.policy import template_text
 
 #: what a decision or a scan of a file never needs: HTTP clients and servers, the MCP SDK, RBAC,
 #: JSON Schema, traces, metrics, SQLite, async runtimes, the gateway and its pipeline
@@ -66,6 +68,31 @@ def test_simulate_on_the_built_in_policy_imports_no_network_gateway_or_pipeline_
     assert json.loads(out)["action"] == "deny"  # it did decide
     assert sorted(modules & set(NEVER)) == []
     assert "rich" not in modules  # --json prints no table
+
+
+def test_simulate_of_a_policy_valid_as_written_imports_no_pydantic(tmp_path: Path) -> None:
+    # the policy models' import and build were ~90 ms of CPU, most of a simulate (issue 29 item 5)
+    call = ["simulate", "query-db", "--args", '{"sql": "select 1"}', "--json"]
+    modules, out = _imported(call, tmp_path)  # the built-in default
+    assert json.loads(out)["action"] == "deny"
+    assert sorted(m for m in modules if m.partition(".")[0] in ("pydantic", "pydantic_core")) == []
+    (tmp_path / "base.yaml").write_text(template_text("default"))
+    (tmp_path / "policy.yaml").write_text(
+        "extends: base.yaml\nrules:\n  - id: db\n    tools: [query-db]\n    action: allow\n    argConstraints:\n"
+        "      - {argName: db, constraint: in, values: [prod, staging]}\n")
+    modules, out = _imported([*call, "--home", str(tmp_path)], tmp_path)  # a home's own, with extends
+    decision = json.loads(out)
+    assert (decision["action"], decision["rule_ids"]) == ("deny", ["db"])  # db left out fails its constraint
+    assert sorted(m for m in modules if m.partition(".")[0] in ("pydantic", "pydantic_core")) == []
+
+
+def test_simulate_of_a_policy_with_an_error_says_what_the_models_say(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("rules:\n  - id: slow\n    action: deny\n    timeoutMs: 50\n")
+    result = CliRunner().invoke(cli, ["simulate", "t", "--policy", str(policy), "--json"])
+    assert result.exit_code == 2
+    assert result.output == f"mcpwall: {policy}:4: rule 'slow': rules[0].timeoutMs: Input should be greater than " \
+        "or equal to 100\n"
 
 
 def test_inspect_of_a_saved_file_imports_neither_the_policy_engine_nor_an_mcp_client(tmp_path: Path) -> None:

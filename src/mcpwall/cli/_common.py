@@ -53,10 +53,11 @@ def policy_path_for(home: Path | None, explicit: Path | None) -> Path | None:
 def load_checked_engine(path: Path | None) -> Any:
     """The policy engine for `path` (see `policy_path_for`), with its other sections (`dlp:`,
     `ledger:`, `honeytokens:`, `rbac:`, `stages:`) checked as the gateway would check them, so
-    that `simulate` does not call a file good that `proxy` then refuses (exit 2, file:line)."""
+    that `simulate` does not call a file good that `proxy` then refuses (exit 2, file:line). The
+    files are read without pydantic where they are valid as written (`policy._plain`, issue 29)."""
     from mcpwall.policy import load_engine
 
-    engine = load_engine(path)
+    engine = load_engine(path, plain=True)
     source = engine.compiled.source
     sections = dict(source.sections)
     if not sections:

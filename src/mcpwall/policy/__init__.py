@@ -17,6 +17,7 @@ _use_compiled(__path__, __name__)  # before any submodule: see mcpwall._native
 
 import os
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from mcpwall.policy._compile import CompiledPolicy, CRule, compile_policy
 from mcpwall.policy._decision import PRECEDENCE, Action, Decision, RuleTrace
@@ -25,9 +26,22 @@ from mcpwall.policy._evaluate import evaluate, evaluate_response, redact_text, v
 from mcpwall.policy._facts import Call, Context, Facts, local_now, prepare
 from mcpwall.policy._findings import findings
 from mcpwall.policy._loader import ResolvedPolicy, load_policy, parse_policy_text, resolve_document
-from mcpwall.policy._model import PolicyFile, Rule, ServerSpec
 from mcpwall.policy._normalize import canonical_host, forms
 from mcpwall.policy._redact import redact_arguments
+
+if TYPE_CHECKING:
+    from mcpwall.policy._model import PolicyFile, Rule, ServerSpec
+
+#: imported on first use (PEP 562): the models bring pydantic, which a plain read does without (issue 29)
+_MODELS = ("PolicyFile", "Rule", "ServerSpec")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODELS:
+        from mcpwall.policy import _model
+
+        return getattr(_model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class PolicyEngine:
@@ -51,9 +65,11 @@ class PolicyEngine:
         return evaluate(self.compiled, facts, ctx, trace=trace)
 
 
-def load_engine(path: str | os.PathLike[str] | None) -> PolicyEngine:
-    """The engine for a policy file, or the built-in default when `path` is None."""
-    return PolicyEngine.from_template("default") if path is None else PolicyEngine.from_file(path)
+def load_engine(path: str | os.PathLike[str] | None, *, plain: bool = False) -> PolicyEngine:
+    """The engine for a policy file, or the built-in default when `path` is None. `plain`: read
+    without pydantic where the files are valid as written, for a one-shot command (`_plain`)."""
+    resolved = load_template("default", plain=plain) if path is None else load_policy(path, plain=plain)
+    return PolicyEngine(compile_policy(resolved))
 
 
 __all__ = [

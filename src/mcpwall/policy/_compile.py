@@ -20,14 +20,17 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcpwall.errors import PolicyError
 from mcpwall.policy._loader import PlacedRule, ResolvedPolicy
 from mcpwall.policy._match import Matcher, js_to_python
-from mcpwall.policy._model import ContextCondition, Rewrite, TimeWindow
 from mcpwall.policy._normalize import canonical_host
 from mcpwall.policy._plan import FastIndex
+
+if TYPE_CHECKING:  # only named here: a plain read of a policy (`_plain`) imports no pydantic (issue 29)
+    from mcpwall.policy._model import ContextCondition, Rewrite, TimeWindow
 
 _DAY_INDEX = {d: i for i, d in enumerate(
     ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}

@@ -17,10 +17,11 @@ def template_text(name: str = "default") -> str:
     return (resources.files("mcpwall.policy") / "templates" / f"{name}.yaml").read_text(encoding="utf-8")
 
 
-def load_template(name: str = "default") -> ResolvedPolicy:
-    """A template resolved like a file, under the pseudo-path `<builtin:NAME>`."""
+def load_template(name: str = "default", *, plain: bool = False) -> ResolvedPolicy:
+    """A template resolved like a file, under the pseudo-path `<builtin:NAME>` (`plain`: see
+    `parse_policy_text`)."""
     file = f"<builtin:{name}>"
-    doc, _ = parse_policy_text(template_text(name), file)
+    doc, _ = parse_policy_text(template_text(name), file, plain=plain)
     return resolve_document(doc, file)
 
 

@@ -10,28 +10,24 @@ Errors are `PolicyError`s that name the file, the line and the rule id.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
-from pydantic import ValidationError
 
 from mcpwall.errors import PolicyError
-from mcpwall.policy._model import (
-    Allowlist,
-    CorpPolicy,
-    Notifications,
-    PolicyFile,
-    Rule,
-    ServerSpec,
-    Webhook,
-)
+from mcpwall.policy import _plain
+
+if TYPE_CHECKING:  # pydantic and the models are imported when a file is validated with them (issue 29)
+    from mcpwall.policy._model import Allowlist, Notifications, PolicyFile, Rule, ServerSpec, Webhook
 
 Path_ = tuple[str | int, ...]
 
@@ -186,13 +182,28 @@ def _format_loc(loc: Sequence[str | int]) -> str:
     return out
 
 
-def parse_policy_text(text: str, file: str = "<policy>") -> tuple[PolicyFile, dict[Path_, int]]:
-    """Validate one YAML document as a `PolicyFile` (no `extends` resolution)."""
+def _kinds(plain: bool) -> ModuleType:
+    """Where the classes a policy is made of come from: the pydantic models, or for a `plain` read
+    `_plain`'s dataclasses (a one-shot command that need not import pydantic)."""
+    return importlib.import_module("mcpwall.policy._plain" if plain else "mcpwall.policy._model")
+
+
+def parse_policy_text(text: str, file: str = "<policy>", *, plain: bool = False) -> tuple[PolicyFile, dict[Path_, int]]:
+    """Validate one YAML document as a `PolicyFile` (no `extends` resolution).
+
+    `plain`: a document valid as written comes as `_plain`'s dataclasses, read without pydantic;
+    any other is validated by the models, so what they refuse reads the same either way."""
     data, lines = _parse_yaml(text, file)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise PolicyError("a policy must be a YAML mapping", file=file, line=1)
+    if plain and (doc := _plain.document(data)) is not None:
+        return doc, lines
+    from pydantic import ValidationError
+
+    from mcpwall.policy._model import PolicyFile
+
     try:
         return PolicyFile.model_validate(data), lines
     except ValidationError as exc:
@@ -256,7 +267,7 @@ def _union(a: list[str], b: Sequence[str]) -> list[str]:
     return a + [x for x in b if x not in a]
 
 
-def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, Any]]:
+def _load_layer(path: Path, chain: tuple[Path, ...], plain: bool = False) -> tuple[_Layer, dict[str, Any]]:
     resolved = path.resolve()
     if resolved in chain:
         cycle = " -> ".join(str(p) for p in (*chain, resolved))
@@ -267,7 +278,7 @@ def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, 
         raise PolicyError("policy file not found", file=str(path)) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyError(f"cannot read policy file: {exc}", file=str(path)) from exc
-    doc, lines = parse_policy_text(text, str(path))
+    doc, lines = parse_policy_text(text, str(path), plain=plain)
     scalars: dict[str, Any] = {}
     layer = _Layer(doc=doc, rules=[], allowlist={"tools": [], "paths": [], "hosts": [], "envVars": []},
                    webhooks=[], servers={}, sections={}, files=[str(resolved)])
@@ -278,7 +289,7 @@ def _load_layer(path: Path, chain: tuple[Path, ...]) -> tuple[_Layer, dict[str, 
         if not base_path.exists():
             raise PolicyError(f"extended policy file not found: {base_path}", file=str(path),
                               line=lines.get(("extends",)))
-        base, base_scalars = _load_layer(base_path, (*chain, resolved))
+        base, base_scalars = _load_layer(base_path, (*chain, resolved), plain)
         _merge_into(layer, base)
         if scalars.get("corp") is not None and base_scalars.get("corp") is not None \
                 and not _same_corp(scalars["corp"], base_scalars["corp"]):
@@ -373,16 +384,17 @@ def _merge_into(layer: _Layer, base: _Layer) -> None:
     layer.files += [f for f in base.files if f not in layer.files]
 
 
-def _load_corp(corp: Any, origin_file: str) -> tuple[list[PlacedRule], Allowlist, str, list[str]]:
+def _load_corp(corp: Any, origin_file: str, plain: bool = False) -> tuple[list[PlacedRule], Allowlist, str, list[str]]:
+    kinds = _kinds(plain)
     if corp is None:
-        return [], Allowlist(), "enforce", []
-    if isinstance(corp, CorpPolicy):
+        return [], kinds.Allowlist(), "enforce", []
+    if not isinstance(corp, str | os.PathLike):  # an inline corp (a CorpPolicy: never a plain read)
         rules = [PlacedRule(r, Origin(origin_file, None)) for r in corp.rules]
-        allowlist, where = corp.allowlist or Allowlist(), origin_file
+        allowlist, where = corp.allowlist or kinds.Allowlist(), origin_file
         mode, files = corp.mode, []
     else:
-        layer, scalars = _load_layer(Path(corp), ())
-        rules, allowlist, where = layer.rules, Allowlist(**layer.allowlist), str(corp)
+        layer, scalars = _load_layer(Path(corp), (), plain)
+        rules, allowlist, where = layer.rules, kinds.Allowlist(**layer.allowlist), str(corp)
         mode, files = scalars.get("mode") or "enforce", layer.files
     unused = [key for key in ("paths", "envVars") if getattr(allowlist, key)]
     if unused:
@@ -393,10 +405,11 @@ def _load_corp(corp: Any, origin_file: str) -> tuple[list[PlacedRule], Allowlist
     return rules, allowlist, mode, files
 
 
-def load_policy(path: str | os.PathLike[str]) -> ResolvedPolicy:
-    """Load a policy file with its `extends` chain and `corp` base."""
-    layer, scalars = _load_layer(Path(path), ())
-    corp_rules, corp_allowlist, corp_mode, corp_files = _load_corp(scalars.get("corp"), str(path))
+def load_policy(path: str | os.PathLike[str], *, plain: bool = False) -> ResolvedPolicy:
+    """Load a policy file with its `extends` chain and `corp` base (`plain`: see `parse_policy_text`)."""
+    kinds = _kinds(plain)
+    layer, scalars = _load_layer(Path(path), (), plain)
+    corp_rules, corp_allowlist, corp_mode, corp_files = _load_corp(scalars.get("corp"), str(path), plain)
     corp_ids = {p.rule.id: p for p in corp_rules}
     for placed in layer.rules:
         if placed.rule.id in corp_ids:
@@ -411,11 +424,11 @@ def load_policy(path: str | os.PathLike[str]) -> ResolvedPolicy:
         rules=tuple(layer.rules),
         corp_rules=tuple(corp_rules),
         corp_mode=corp_mode,
-        allowlist=Allowlist(**layer.allowlist),
+        allowlist=kinds.Allowlist(**layer.allowlist),
         corp_allowlist=corp_allowlist,
         allow_sampling=scalars.get("allowSampling", True) is not False,
         version=str(scalars.get("version") or "1"),
-        notifications=Notifications(webhooks=layer.webhooks or None),
+        notifications=kinds.Notifications(webhooks=layer.webhooks or None),
         servers=dict(layer.servers),
         sections=dict(layer.sections),
         files=tuple(layer.files + corp_files),
@@ -425,17 +438,20 @@ def load_policy(path: str | os.PathLike[str]) -> ResolvedPolicy:
 def resolve_document(doc: PolicyFile, file: str = "<policy>") -> ResolvedPolicy:
     """Resolve a policy that exists only in memory (built-in defaults, templates, tests).
 
-    `extends` and a corp *path* are resolved relative to the working directory.
+    `extends` and a corp *path* are resolved relative to the working directory. A plain `doc`
+    (`parse_policy_text(..., plain=True)`) has its bases read plain too.
     """
+    plain = _plain.is_plain(doc)
+    kinds = _kinds(plain)
     corp_rules, corp_allowlist, corp_mode, corp_files = _load_corp(
-        Path(doc.corp) if isinstance(doc.corp, str) else doc.corp, file)
+        Path(doc.corp) if isinstance(doc.corp, str) else doc.corp, file, plain)
     layer = _Layer(doc=doc, rules=[], allowlist={"tools": [], "paths": [], "hosts": [], "envVars": []},
                    webhooks=[], servers={}, sections={}, files=[])
     for ext in doc.extends or []:
-        base, _ = _load_layer(Path(ext), ())
+        base, _ = _load_layer(Path(ext), (), plain)
         _merge_into(layer, base)
     _merge_rules(layer.rules, _own_rules([PlacedRule(r, Origin(file, None)) for r in doc.rules]))
-    allow = doc.allowlist or Allowlist()
+    allow = doc.allowlist or kinds.Allowlist()
     return ResolvedPolicy(
         mode=doc.mode or "enforce",
         default_action=_canonical_action(doc.defaultAction or "deny"),
@@ -443,11 +459,11 @@ def resolve_document(doc: PolicyFile, file: str = "<policy>") -> ResolvedPolicy:
         rules=tuple(layer.rules),
         corp_rules=tuple(corp_rules),
         corp_mode=corp_mode,
-        allowlist=Allowlist(**{k: _union(layer.allowlist[k], getattr(allow, k)) for k in layer.allowlist}),
+        allowlist=kinds.Allowlist(**{k: _union(layer.allowlist[k], getattr(allow, k)) for k in layer.allowlist}),
         corp_allowlist=corp_allowlist,
         allow_sampling=doc.allowSampling is not False,
         version=doc.version or "1",
-        notifications=doc.notifications or Notifications(),
+        notifications=doc.notifications or kinds.Notifications(),
         servers=dict(doc.servers or {}),
         sections={k: getattr(doc, k) for k in _SECTIONS if getattr(doc, k) is not None},
         files=tuple(corp_files),
