@@ -18,11 +18,17 @@ Through Glewlwyd's admin API the instance is given:
   second, for `expired_token()`;
 - `other`, a second, unrelated authorization server (its own issuer and RSA key): a token from
   it is a well-formed token from an issuer a gateway does not trust (`foreign_token()`);
+- `device` (`device_issuer`) and `devexp` (`devexp_issuer`): authorization servers that also offer
+  the device authorization grant (RFC 8628, polling interval 1 s), with the main key; a `devexp`
+  device code expires 3 seconds after it is issued. The person's side is `approve_device(user_code,
+  user)` (Glewlwyd's verification URI in the user's session, as its device page does);
 - scopes `mcp:tools`, `mcp:admin`, `mcp:introspect`; users `alice` (mcp:tools, mcp:admin) and
   `bob` (mcp:tools) with the passwords in `USERS`;
 - `confidential` (client_secret_basic or _post; code, refresh, client_credentials; may
   introspect the tokens issued to it) and `public` (no secret, PKCE), both redirecting to
-  `REDIRECT_URI`.
+  `REDIRECT_URI`; `device_client` (public, device authorization and refresh only): Glewlwyd 2.7.5
+  refuses to register a device client dynamically (it wants redirect_uris, and spells the grant
+  `device_authorization` instead of RFC 8628's URN), so a device login names this one.
 
 A resource (e.g. a gateway's `http://127.0.0.1:PORT/mcp`) must be allowed before a token can name
 it: `allow_resource(uri)` (Glewlwyd refuses unknown resources with `invalid_target`).
@@ -145,8 +151,11 @@ class Glewlwyd:
         self.api = f"{self.base}/api"
         self.issuer = f"{self.api}/oidc"
         self.other_issuer = f"{self.api}/other"
+        self.device_issuer = f"{self.api}/device"
+        self.devexp_issuer = f"{self.api}/devexp"
         self.confidential = Client("mcpwall-confidential", "confidential-secret-" + secrets.token_hex(8))
         self.public = Client("mcpwall-public", auth_method="none")
+        self.device_client = Client("mcpwall-device", auth_method="none")
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = workdir / "glewlwyd.log"
         self.private_jwks: dict[str, Any] = {"keys": [new_rsa_jwk("key-1")]}
@@ -312,12 +321,25 @@ database = {{
             "client_id": self.public.client_id, "name": "mcpwall tests (public)", "confidential": False,
             "enabled": True, "authorization_type": ["code", "refresh_token"], "redirect_uri": [REDIRECT_URI],
             "scope": [], "token_endpoint_auth_method": ["none"]})
-        self._admin_call("POST", "/mod/plugin/", self._plugin("oidc", self.issuer, self.private_jwks, 3600))
-        self._admin_call("POST", "/mod/plugin/", self._plugin("short", self.issuer, self.private_jwks, 1))
-        self._admin_call("POST", "/mod/plugin/", self._plugin("other", self.other_issuer, self.other_jwks, 3600))
+        self._admin_call("POST", "/client/", {
+            "client_id": self.device_client.client_id, "name": "mcpwall tests (device)", "confidential": False,
+            "enabled": True, "authorization_type": ["device_authorization", "refresh_token"], "redirect_uri": [],
+            "scope": [], "token_endpoint_auth_method": ["none"]})
+        for plugin in self._plugins():
+            self._admin_call("POST", "/mod/plugin/", plugin)
 
-    def _plugin(self, name: str, iss: str, jwks: dict[str, Any], lifetime: int) -> dict[str, Any]:
+    def _plugins(self) -> list[dict[str, Any]]:
+        return [self._plugin("oidc", self.issuer, self.private_jwks, 3600),
+                self._plugin("short", self.issuer, self.private_jwks, 1),
+                self._plugin("other", self.other_issuer, self.other_jwks, 3600),
+                self._plugin("device", self.device_issuer, self.private_jwks, 3600, device_expiry=600),
+                self._plugin("devexp", self.devexp_issuer, self.private_jwks, 3600, device_expiry=3)]
+
+    def _plugin(self, name: str, iss: str, jwks: dict[str, Any], lifetime: int,
+                device_expiry: int | None = None) -> dict[str, Any]:
         resource_scopes = {scope: list(self.resources) for scope in (*SCOPES, "openid")}
+        device = {"auth-type-device-enabled": True, "device-authorization-expiration": device_expiry,
+                  "device-authorization-interval": 1} if device_expiry else {}
         return {"module": "oidc", "name": name, "display_name": f"mcpwall tests ({name})", "enabled": True,
                 "parameters": {
                     "iss": iss, "jwks-private": json.dumps(jwks), "default-kid": jwks["keys"][0]["kid"],
@@ -340,15 +362,13 @@ database = {{
                     "additional-parameters": [
                         {"user-parameter": "username", "token-parameter": "preferred_username"},
                         {"user-parameter": "email", "token-parameter": "email"}],
-                    "allowed-scope": ["openid", *SCOPES], "claims": [],
+                    "allowed-scope": ["openid", *SCOPES], "claims": [], **device,
                 }}
 
     def _update_plugins(self) -> None:
-        plugins = (("oidc", self.issuer, self.private_jwks, 3600), ("short", self.issuer, self.private_jwks, 1),
-                   ("other", self.other_issuer, self.other_jwks, 3600))
-        for name, iss, jwks, lifetime in plugins:
-            self._admin_call("PUT", f"/mod/plugin/{name}", self._plugin(name, iss, jwks, lifetime))
-            self._admin_call("PUT", f"/mod/plugin/{name}/reset")
+        for plugin in self._plugins():
+            self._admin_call("PUT", f"/mod/plugin/{plugin['name']}", plugin)
+            self._admin_call("PUT", f"/mod/plugin/{plugin['name']}/reset")
 
     def allow_resource(self, *uris: str) -> None:
         """Let tokens of every test scope name these resources (RFC 8707) as their audience."""
@@ -405,6 +425,30 @@ database = {{
         if "code" not in answer:
             raise GlewlwydError(f"authorization refused: {location}")
         return answer
+
+    def approve_device(self, verification_uri: str, user: str = "alice") -> str:
+        """What `user` does at a device login's verification URI (with its `code`, as
+        `verification_uri_complete` gives it): log in, consent to the scopes the device asked for
+        (Glewlwyd's login page names the client and the scopes when consent is missing), and
+        confirm. Returns the `prompt` Glewlwyd ends on (`deviceComplete` when the device may poll
+        its token; `deviceCodeError` for a wrong or expired code)."""
+        url = verification_uri + ("&" if "?" in verification_uri else "?") + "g_continue"
+        with contextlib.closing(self.login(user, USERS[user][0])) as http:
+            for _ in range(2):
+                r = http.get(url)
+                location = r.headers.get("location", "")
+                if r.status_code != 302 or not location:
+                    raise GlewlwydError(f"device verification did not redirect: {r.status_code} {r.text[:300]}")
+                query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query))
+                if query.get("prompt", "").startswith("device") and query["prompt"] != "device":
+                    return query["prompt"]
+                if "client_id" not in query or "scope" not in query:
+                    raise GlewlwydError(f"device verification went to {location}")
+                grant = http.put(f"/auth/grant/{urllib.parse.quote(query['client_id'], safe='')}",
+                                 json={"scope": query["scope"]})
+                if grant.status_code != 200:
+                    raise GlewlwydError(f"consent for the device: {grant.status_code} {grant.text}")
+        raise GlewlwydError(f"device verification did not complete: {location}")
 
     def token_for(self, user: str = "alice", scopes: str = "mcp:tools", resource: str | None = None, *,
                   client: Client | None = None, plugin: str = "oidc") -> Tokens:

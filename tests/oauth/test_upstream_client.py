@@ -47,14 +47,17 @@ class Protected:
 
 
 @contextlib.contextmanager
-def serve_protected(glewlwyd: Glewlwyd, log_path: Path, transport: str = "streamable-http") -> Iterator[Protected]:
-    """tests/oauth/protected_server.py on a free port (its resource allowed at Glewlwyd), stopped by PID."""
+def serve_protected(glewlwyd: Glewlwyd, log_path: Path, transport: str = "streamable-http",
+                    issuer: str | None = None) -> Iterator[Protected]:
+    """tests/oauth/protected_server.py on a free port (its resource allowed at Glewlwyd), stopped by PID;
+    its tokens come from `issuer` (one of Glewlwyd's plugins, the main one by default)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
     glewlwyd.allow_resource(url)
+    issuer = issuer or glewlwyd.issuer
     with log_path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, str(HERE / "protected_server.py"), str(port), glewlwyd.issuer,
-                                 glewlwyd.jwks_uri, "mcp:tools", transport], stdout=log, stderr=log)
+        proc = subprocess.Popen([sys.executable, str(HERE / "protected_server.py"), str(port), issuer,
+                                 f"{issuer}/jwks", "mcp:tools", transport], stdout=log, stderr=log)
         try:
             for _ in range(150):
                 try:
