@@ -1,7 +1,8 @@
 """`mcpwall login SERVER`: obtain an OAuth grant for a remote upstream that requires one.
 
     mcpwall login SERVER [--home H] [--principal P] [--device] [--no-browser] [--scope S]
-                         [--url URL] [--servers FILE] [--service --client-id ID] [--logout] [--json]
+                         [--url URL] [--servers FILE] [--client-id ID] [--service --client-id ID]
+                         [--logout] [--json]
 
 SERVER is a server of the home's `policy.yaml` or of `--servers FILE` (an `mcpServers` file), or
 any name with `--url`. The browser flow listens on a loopback redirect
@@ -76,7 +77,9 @@ def server_url(home: Path, name: str, servers_files: tuple[Path, ...], url: str 
                    "authorization server supports them (else dynamic registration).")
 @click.option("--service", is_flag=True, help="A client-credentials grant shared by every principal "
                                               "(secret from $MCPWALL_CLIENT_SECRET or a prompt).")
-@click.option("--client-id", default=None, help="With --service: the registered client's id.")
+@click.option("--client-id", default=None, help="A client registered beforehand at the authorization server "
+                                               "(needed with --service; else instead of dynamic registration). "
+                                               "Its secret, if any, from $MCPWALL_CLIENT_SECRET.")
 @click.option("--issuer", default=None, help="With --service: the authorization server the client belongs to.")
 @click.option("--logout", is_flag=True, help="Forget the grant instead of obtaining one.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(1, 3600), default=300.0, show_default=True,
@@ -111,7 +114,8 @@ def login(server: str, principal: str, device: bool, no_browser: bool, scope: st
                                           issuer=issuer, scope=scope))
     else:
         options = LoginOptions(principal=principal, browser=not no_browser, device=device, scope=scope,
-                               client_metadata_url=client_metadata_url, timeout_s=timeout_s)
+                               client_metadata_url=client_metadata_url, timeout_s=timeout_s, client_id=client_id,
+                               client_secret=os.environ.get(SECRET_ENV) if client_id else None)
         try:
             grant = asyncio.run(run_login(server, target, store, options, say))
         except ValueError as exc:  # the SDK refuses a client metadata URL that is not https with a path

@@ -39,6 +39,12 @@ from mcpwall import __version__
 from mcpwall.oauth._device import device_login
 from mcpwall.oauth._flow import LoginFailed, LoopbackCallback, show_authorization_url
 from mcpwall.oauth._store import SERVICE, Grant, TokenStore
+from mcpwall.protocol.modern import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    LATEST_MODERN,
+    PROTOCOL_VERSION_META_KEY,
+)
 
 _PROTOCOL_VERSION = "2025-11-25"
 
@@ -76,12 +82,27 @@ class LoginOptions:
     #: it (kept in the token store), or "none" for a public client (PKCE alone)
     client_auth: str = "client_secret_basic"
     timeout_s: float = 300.0
+    #: a client registered beforehand at the authorization server (no dynamic registration), and its
+    #: secret (none for a public client)
+    client_id: str | None = None
+    client_secret: str | None = None
 
 
 def _initialize_body() -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": "mcpwall-login", "method": "initialize",
             "params": {"protocolVersion": _PROTOCOL_VERSION, "capabilities": {},
                        "clientInfo": {"name": "mcpwall", "version": __version__}}}
+
+
+#: a stateless (2026-07-28) server's first request: `server/discover` with the per-request envelope
+_DISCOVER_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                     "MCP-Protocol-Version": LATEST_MODERN, "Mcp-Method": "server/discover"}
+
+
+def _discover_body() -> dict[str, Any]:
+    meta = {PROTOCOL_VERSION_META_KEY: LATEST_MODERN, CLIENT_CAPABILITIES_META_KEY: {},
+            CLIENT_INFO_META_KEY: {"name": "mcpwall", "version": __version__}}
+    return {"jsonrpc": "2.0", "id": "mcpwall-login", "method": "server/discover", "params": {"_meta": meta}}
 
 
 async def _probe(url: str, auth: httpx2.Auth, logged_in: Callable[[], bool] = lambda: False) -> None:
@@ -102,14 +123,31 @@ async def _probe(url: str, auth: httpx2.Auth, logged_in: Callable[[], bool] = la
                     if not logged_in():
                         raise
                     return  # the stream is open: authorized
+                if response.status_code in (400, 404, 405) and not logged_in():
+                    # a 2026-07-28 server refuses `initialize`: its `server/discover` asks for the token
+                    response = await http.post(url, json=_discover_body(), headers=_DISCOVER_HEADERS)
+            session = response.headers.get("mcp-session-id")
+            if response.status_code == 200 and not logged_in():
+                # a server may let `initialize` through and want a token for everything else (the
+                # conformance suite's step-up servers): its first request after the handshake asks
+                response = await _after_handshake(http, url, headers, session)
         except httpx2.HTTPError as exc:
             raise LoginFailed(f"cannot reach {url}: {exc.__class__.__name__}: {exc}") from exc
         if response.status_code in (401, 403):
             raise LoginFailed(f"{url} still refuses the token (HTTP {response.status_code})")
-        session = response.headers.get("mcp-session-id")
         if session:
             with contextlib.suppress(httpx2.HTTPError):
                 await http.delete(url, headers={**headers, "Mcp-Session-Id": session})
+
+
+async def _after_handshake(http: httpx2.AsyncClient, url: str, headers: dict[str, str],
+                           session: str | None) -> httpx2.Response:
+    """`notifications/initialized` and a `tools/list` on the session `initialize` opened."""
+    if session:
+        headers = {**headers, "Mcp-Session-Id": session}
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    return await http.post(url, json={"jsonrpc": "2.0", "id": "mcpwall-login-2", "method": "tools/list"},
+                           headers=headers)
 
 
 def _grant(provider: OAuthClientProvider, held: _Held, kind: str, previous_scope: str | None) -> Grant:
@@ -154,6 +192,11 @@ async def login(server: str, url: str, store: TokenStore, options: LoginOptions,
         held = _Held(_previous_client(store, server, options.principal))
         if held.client is not None and callback.redirect_uri not in [str(u) for u in held.client.redirect_uris or []]:
             held.client = None  # registered for another loopback port: register again
+        if options.client_id:
+            held.client = OAuthClientInformationFull(
+                client_id=options.client_id, client_secret=options.client_secret,
+                redirect_uris=[callback.redirect_uri],  # type: ignore[list-item]
+                token_endpoint_auth_method="client_secret_basic" if options.client_secret else "none")
 
         async def redirect(authorization_url: str) -> None:
             show_authorization_url(authorization_url, browser=options.browser, say=say)

@@ -66,8 +66,9 @@ async def open_upstream(upstream: UpstreamServer, transport: Transport) -> None:
             raise
         try:
             await discover(upstream, transport)
-        except UpstreamError:
-            pass
+        except UpstreamError as exc:
+            if "requires authorization" in str(exc):
+                raise  # a stateless server refuses `initialize` and asks for a (new) login on its discover
         else:
             return
         raise

@@ -212,6 +212,7 @@ class UpstreamServer:
         await self._close_transport()
         if not self._stopping:
             log.info("[%s] restarting (attempt %d of %d)", self.name, self.restarts, MAX_RESTARTS)
+            self._restart_task = None  # this attempt is under way: if it fails, start() schedules the next
             await self.start()
             if self.state == "ready":
                 self.restarts = 0
