@@ -17,7 +17,8 @@ server or a shell could open:
   server-filesystem resolves against its allowed directories);
 - symlinks (the path and any parent), resolved both as the kernel does
   (`link/..` from the link's target) and as Node's `path.resolve` does first;
-- case: compared case-folded everywhere (conservative on case-sensitive disks);
+- case and Unicode composition: compared case-folded and NFC-composed everywhere (conservative on
+  case-sensitive disks; server-filesystem opens `cafe\u0301` as `café`);
 - words of command lines (`cat ~/.mcpwall/run/gateway.token`): shell word
   splitting with quotes removed, `VAR=path`, `--opt=path`, `-opath`, redirects.
 
@@ -53,6 +54,7 @@ import shlex
 import stat
 import sys
 import time
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,7 +158,12 @@ _TTL = 2.0
 
 
 def _fold(path: str) -> str:
-    return path.casefold()
+    """Case-folded and, past ASCII, Unicode-composed (NFC): server-filesystem opens a path that does
+    not exist as written at the entry whose NFC form equals it (`cafe\u0301` opens `café`), and some
+    disks compare names normalisation-insensitively (APFS), so every composition is one path."""
+    if path.isascii():
+        return path.casefold()
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", path).casefold())
 
 
 def _lexical(path: str) -> str:
@@ -588,7 +595,7 @@ class _Walk:
             for k, v in value.items():
                 ks = str(k)
                 # The where-text is built only for what is inspected (most values are plain words).
-                if _SPECIAL.search(ks) is not None or ks.casefold() in names:
+                if _SPECIAL.search(ks) is not None or _fold(ks) in names:
                     self.text(ks, f"{where}.{ks}#key" if where else f"{ks}#key", "")
                 if type(v) is str and _skip(v, ks.casefold(), names):
                     self.count += 1
@@ -610,7 +617,7 @@ class _Walk:
         path_key = folded_key in PATH_KEYS
         if _SPECIAL.search(value) is None:
             # One plain word: a path only as a protected name or as a path argument (the fast path).
-            if path_key or value.casefold() in self.guard.names:
+            if path_key or _fold(value) in self.guard.names:
                 self.word(value, where, path_key=path_key)
             return
         stripped = value.strip()
@@ -666,7 +673,7 @@ class _Walk:
             # A bare word is worth resolving as a protected name in a directory the server resolves
             # in, as a path argument, or (in a command line) as a symlink there.
             if _PATHY.search(piece) is None and not piece.startswith(".") \
-                    and piece.casefold() not in guard.names and not path_key \
+                    and _fold(piece) not in guard.names and not path_key \
                     and not (ancestor and _GLOB.search(piece) is not None) \
                     and not (shell and any(os.path.islink(os.path.join(b, piece)) for b in self.bases)):
                 continue
@@ -687,7 +694,7 @@ def _skip(value: str, folded_key: str, names: frozenset[str]) -> bool:
     """A string that `_Walk.text` would find nothing in, decided without building its where-text:
     no path character, not JSON, not a command line or a path argument, not a protected name."""
     return (_PATHY.search(value) is None and value[:1] not in _JSON_OPENERS and folded_key not in PATH_KEYS
-            and folded_key not in COMMAND_KEYS and value.casefold() not in names)
+            and folded_key not in COMMAND_KEYS and _fold(value) not in names)
 
 
 def _words(text: str) -> list[str]:
