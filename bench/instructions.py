@@ -1,0 +1,193 @@
+"""Instructions the gateway process executes per call, counted by callgrind: a figure load cannot move.
+
+On this shared 2-core machine the CPU time per call of `bench/proxy_overhead.py` drifts by 10-30%
+between runs of the same head; the instruction count does not (two runs of one head agree within
+0.2%). So two heads are compared here by what they execute, not by how long it took:
+
+- the gateway is started as `mcpwall proxy` under `valgrind --tool=callgrind --instr-atstart=no`
+  in front of server-everything over stdio (the upstream is not counted), with
+  `bench/proxy_overhead.py`'s policy of the tree: `--stages core` (the defence stages and ledger
+  off) or `all` (as shipped);
+- after 300 warm-up calls, counting is switched on (`callgrind_control -i on`), N calls of
+  server-everything's `echo` are made, and counting is switched off;
+- routes: `mcp` (a legacy session on `/mcp`), `modern` (a 2026-07-28 call on `/mcp`: the envelope in
+  `_meta`, no session), `post` (seatbelt's `POST /everything`); sequentially from one keep-alive
+  connection, or with `--concurrent`, by wrk with 8 connections for `--seconds`.
+
+Instructions are not time (a cache miss costs more than an add), but the core path is interpreter
+work, where they track CPU time closely. `--stages all` counts the ledger's writer thread too, whose
+batches follow wall time, so its figures vary by a few percent between runs: repeat them.
+
+Usage: python bench/instructions.py [--tree PATH ...] [--stages core|all] [--routes mcp,modern,post]
+       [--calls 500] [--concurrent --seconds 10]
+Each --tree is a checkout with its native build (tools/build_native.py run in it); the default is
+this one. Needs valgrind (apt-get install valgrind) and, for --concurrent, wrk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import proxy_overhead as po  # noqa: E402
+
+PYTHON = sys.executable
+MCPWALL = str(Path(sys.executable).parent / "mcpwall")
+
+
+def _request(route: str, port: int, token: str) -> tuple[str, dict[str, str], str]:
+    """The path, headers and body (with a %s for the id) of one call on `route`."""
+    base = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"}
+    if route == "modern":
+        body = po.modern_call(0, "everything__echo")
+        return "/mcp", {**base, **po.MODERN_HEADERS}, json.dumps(body).replace('"id": 0', '"id": "%s"')
+    if route == "post":
+        return "/everything", base, json.dumps(po.call(0, "echo")).replace('"id": 0', '"id": "%s"')
+    sid = po.mcp_session(port, token)
+    return "/mcp", {**base, "Mcp-Session-Id": sid}, json.dumps(po.call(0, "everything__echo")).replace(
+        '"id": 0', '"id": "%s"')
+
+
+def _sequential(port: int, path: str, headers: dict[str, str], body: str, pid: int, calls: int) -> int:
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    with socket.create_connection(("127.0.0.1", port)) as sock, sock.makefile("rb") as answers:
+        def one(i: int) -> None:
+            payload = (body % f"s-{i}").encode()
+            sock.sendall(f"{head}Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
+            status, length = answers.readline(), 0
+            while (line := answers.readline()) not in (b"\r\n", b""):
+                if line[:15].lower() == b"content-length:":
+                    length = int(line[15:])
+            data = answers.read(length)
+            if b'"result"' not in data or b" 200 " not in status:
+                raise RuntimeError(f"call {i} failed: {status!r} {data[:300]!r}")
+
+        for i in range(300):
+            one(-i - 1)
+        _count(pid, True)
+        for i in range(calls):
+            one(i)
+        _count(pid, False)
+    return calls
+
+
+def _concurrent(port: int, path: str, headers: dict[str, str], body: str, pid: int, seconds: float,
+                work: Path) -> int:
+    script = work / "call.lua"
+    script.write_text(po.WRK_LUA + "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in headers.items()))
+    env, url = {**os.environ, "BODY": body}, f"http://127.0.0.1:{port}{path}"
+    subprocess.run(["wrk", "-t1", "-c8", "-d3s", "-s", str(script), url], env=env, capture_output=True, check=True)
+    _count(pid, True)
+    out = subprocess.run(["wrk", "-t2", "-c8", f"-d{max(1, int(seconds))}s", "-s", str(script), url], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    _count(pid, False)
+    if re.search(r"Non-2xx or 3xx responses: (\d+)", out):
+        raise RuntimeError(f"calls failed:\n{out}")
+    return int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+
+
+def _count(pid: int, on: bool) -> None:
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(pid)], check=True, capture_output=True)
+
+
+def _total(out: Path) -> int:
+    """The instructions of every part a callgrind run wrote (one per thread or fork)."""
+    total = 0
+    for part in out.parent.glob(out.name + "*"):
+        for line in part.read_text(errors="replace").splitlines():
+            if line.startswith("totals:"):  # (its `summary:` line is written while counting is off: 0)
+                total += int(line.split()[1])
+    return total
+
+
+def measure(tree: Path, stages: str, route: str, opts: Any) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        default = tree / "src" / "mcpwall" / "policy" / "templates" / "default.yaml"
+        text = po.POLICY.format(default=default)
+        if stages == "core":
+            text = text.replace("stages:\n  ratelimit: {requestsPerMinute: 0}\n", po.CORE)
+        (home / "policy.yaml").write_text(text)
+        servers = home / "servers.json"
+        servers.write_text(json.dumps({"mcpServers": {"everything": {"command": po.EVERYTHING[0],
+                                                                     "args": po.EVERYTHING[1:]}}}))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        out = Path(tmp) / "callgrind.out"
+        env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+        proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+                                 PYTHON, MCPWALL, "proxy", "--home", str(home), "--servers", str(servers),
+                                 "--port", str(port), "--log-level", "WARNING"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        try:
+            import httpx
+
+            token = ""
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                try:
+                    token = (home / "run" / "gateway.token").read_text().strip()
+                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()["status"] == "ok":
+                        break
+                except (OSError, httpx.HTTPError, ValueError, KeyError):
+                    pass
+                time.sleep(0.25)
+            path, headers, body = _request(route, port, token)
+            calls = (_concurrent(port, path, headers, body, proc.pid, opts.seconds, Path(tmp)) if opts.concurrent
+                     else _sequential(port, path, headers, body, proc.pid, opts.calls))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return {"tree": str(tree), "stages": stages, "route": route, "calls": calls,
+                "instructions_per_call": _total(out) / calls}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tree", action="append", type=Path, help="a checkout to measure (repeatable)")
+    parser.add_argument("--stages", choices=["core", "all"], default="core")
+    parser.add_argument("--routes", default="mcp,modern,post")
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--concurrent", action="store_true", help="8 connections by wrk instead of one client")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--json", action="store_true")
+    opts = parser.parse_args()
+    for tool in ("valgrind", "callgrind_control", *(("wrk",) if opts.concurrent else ())):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is needed: apt-get install {'wrk' if tool == 'wrk' else 'valgrind'}")
+    trees = opts.tree or [ROOT]
+    rows = []
+    for route in opts.routes.split(","):
+        for tree in trees:
+            row = measure(tree.resolve(), opts.stages, route, opts)
+            rows.append(row)
+            if not opts.json:
+                print(f"{route:<7} {opts.stages:<5} {'8 clients' if opts.concurrent else 'sequential':<10} "
+                      f"{row['instructions_per_call']:>10,.0f} instructions/call  ({row['calls']} calls)  {tree}",
+                      flush=True)
+    if opts.json:
+        print(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
