@@ -63,19 +63,7 @@ def _request(route: str, port: int, token: str) -> tuple[str, dict[str, str], st
 
 
 def _sequential(port: int, path: str, headers: dict[str, str], body: str, pid: int, calls: int) -> int:
-    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    with socket.create_connection(("127.0.0.1", port)) as sock, sock.makefile("rb") as answers:
-        def one(i: int) -> None:
-            payload = (body % f"s-{i}").encode()
-            sock.sendall(f"{head}Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
-            status, length = answers.readline(), 0
-            while (line := answers.readline()) not in (b"\r\n", b""):
-                if line[:15].lower() == b"content-length:":
-                    length = int(line[15:])
-            data = answers.read(length)
-            if b'"result"' not in data or b" 200 " not in status:
-                raise RuntimeError(f"call {i} failed: {status!r} {data[:300]!r}")
-
+    with po.socket_calls(port, path, body, headers) as one:
         for i in range(300):
             one(-i - 1)
         _count(pid, True)

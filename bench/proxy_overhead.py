@@ -59,7 +59,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -270,8 +270,10 @@ def run_wrk(url: str, body: str, headers: dict[str, str], seconds: float, connec
             / total * 1000, "errors": int(non2xx.group(1)) if non2xx else 0}
 
 
-def run_socket(port: int, path: str, body: str, headers: dict[str, str], seconds: float, pid: int) -> dict[str, Any]:
-    """Sequential calls over one keep-alive connection from a blocking socket (see the module docstring)."""
+@contextmanager
+def socket_calls(port: int, path: str, body: str, headers: dict[str, str]) -> Iterator[Callable[[int], None]]:
+    """`one(i)`: a call (the body with `i` for its %s) over one keep-alive connection from a blocking
+    socket, answered by its Content-Length; raises unless the answer is a 200 with a result."""
     head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             + "".join(f"{k}: {v}\r\n" for k, v in headers.items()))
     with socket.create_connection(("127.0.0.1", port)) as sock, sock.makefile("rb") as answers:
@@ -287,6 +289,12 @@ def run_socket(port: int, path: str, body: str, headers: dict[str, str], seconds
             if answers.read(length).find(b'"result"') < 0 or b" 200 " not in status:
                 raise RuntimeError(f"call {i} failed: {status!r}")
 
+        yield one
+
+
+def run_socket(port: int, path: str, body: str, headers: dict[str, str], seconds: float, pid: int) -> dict[str, Any]:
+    """Sequential calls over one keep-alive connection from a blocking socket (see the module docstring)."""
+    with socket_calls(port, path, body, headers) as one:
         for i in range(200):  # warm up
             one(-i - 1)
         latencies: list[float] = []
