@@ -27,38 +27,14 @@ clause, for their context.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from mcpwall._re2 import search_set
+from mcpwall.security._poisoning_harms import AUTHORISED, MORE_RULES, Capability, sentence_end
+from mcpwall.security._poisoning_harms import Rule as _Rule
+from mcpwall.security._poisoning_harms import rule as _r
+from mcpwall.security._poisoning_harms import within as _within
 
 _I = re.IGNORECASE
-
-#: Up to N characters within one sentence (a dot inside a path or a name, "~/.ssh", does not end it).
-def _within(n: int) -> str:
-    return rf"(?:[^.\n;]|\.(?=\S)){{0,{n}}}?"
-
-
-@dataclass(frozen=True, slots=True)
-class Capability:
-    """One harmful capability a definition declares."""
-
-    harm: str
-    severity: str
-    evidence: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    harm: str
-    severity: str
-    pattern: re.Pattern[str]
-    #: the match is a named threat (malware, a backdoor): what removes it is no capability of it
-    threat: bool = False
-
-
-def _r(harm: str, severity: str, pattern: str, *, threat: bool = False) -> _Rule:
-    return _Rule(harm, severity, re.compile(pattern, _I), threat)
-
 
 def _for_re2(pattern: str) -> str:
     """`pattern` without its look-arounds (RE2 has none): it then matches wherever `pattern` can."""
@@ -97,12 +73,15 @@ _TAKE = (r"(?:harvest|steal|stole|stolen|dump|grab|scrap|sniff|captur|collect|ex
 _DEFENCES = (r"(?:anti-?virus|anti-?malware|defender|edr|xdr|endpoint (?:protection|security|detection)"
              r"|security (?:software|tools?|monitoring|features?|controls?|agents?|products?|scanners?)"
              r"|selinux|apparmor|gatekeeper|sip|system integrity protection|windows security|firewall"
-             r"|audit(?:ing| logs?| trail)?|logging|event logs?|intrusion detection|ids|monitoring agents?)")
+             r"|audit(?:ing| logs?| trail)?|logging|event logs?|intrusion detection|ids|monitoring agents?"
+             r"|real-?time (?:protection|monitoring|scanning)|tamper protection|smartscreen|uac|user account control"
+             r"|sysmon|osquery|crowdstrike|falcon sensor|sentinel ?one|carbon black|defender for endpoint|av)")
 
 #: What only an attacker's endpoint receives: a URL, a paste site, a remote or third-party server.
 _OUTSIDE = (r"(?:https?://|ftp://|(?:an?\s+|the\s+|our\s+|a\s+remote\s+)?(?:remote|external|third[- ]party|unknown"
             r"|offsite|off-site|collection|collector|drop|exfil\w*)\s+(?:server|host|endpoint|url|machine|site|bucket"
-            r"|location|address|service)|pastebin|paste site|webhook|ngrok|telegram bot|discord webhook|requestbin)")
+            r"|location|address|service)|pastebin|paste (?:site|service|bin)|public (?:paste|gist|bucket)|webhook|ngrok"
+            r"|telegram bot|discord webhook|requestbin)")
 #: Secrets and private data by name or place.
 _PRIVATE = (r"(?:~/\.ssh|~/\.aws|\.env\b|\b(?:env(?:ironment)?\s+var(?:iable)?s|environment|credentials?|passwords?|api[ _-]?keys?|tokens?"
             r"|private[ _-]keys?|ssh[ _-]keys?|id_rsa|secrets?|cookies|keychain|wallet|seed phrases?"
@@ -114,7 +93,6 @@ _PRIVATE = (r"(?:~/\.ssh|~/\.aws|\.env\b|\b(?:env(?:ironment)?\s+var(?:iable)?s|
 _SECRET_FILES = (r"(?:~/\.ssh/id_\w+(?!\.pub)\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|~/\.aws/credentials"
                  r"|\.git-credentials|~/\.netrc|/etc/shadow|wallet\.dat|login data|key[34]\.db|logins\.json"
                  r"|cookies\.sqlite|keychain-db|\.kube/config|~/\.docker/config\.json)")
-
 RULES: tuple[_Rule, ...] = (
     # -- exfiltration
     _r("exfiltration", "high", r"\bexfiltrat\w*"),
@@ -199,7 +177,8 @@ RULES: tuple[_Rule, ...] = (
        r"\bransom\w*|\bencrypt\w*\b" + _within(40) + r"\b(?:files|documents|data|drives?|disks?)\b" + _within(80) + r""
        r"\b(?:ransom|payment|pay|bitcoin|btc|monero|crypto(?:currency)?|decrypt(?:ion|or)? key)\b"),
     _r("destruction", "high",
-       r"\b(?:disabl|turn\w* off|kill|stop|uninstall|tamper\w* with|blind|evad|bypass|circumvent|silenc)\w*\b"
+       r"\b(?:disabl|turn\w* off|switch\w* off|kill|stop|uninstall|remov|tamper\w* with|blind|evad|bypass|circumvent"
+       r"|silenc|neuter|unload)\w*\b"
        + _within(25) + rf"\b(?:the\s+|all\s+|any\s+|windows\s+|host\s+)?{_DEFENCES}\b"),
     _r("destruction", "high",
        r"\b(?:evad|avoid|escap|bypass|circumvent)\w*\s+(?:the\s+)?(?:detection|forensics|antivirus|edr"
@@ -243,7 +222,8 @@ RULES: tuple[_Rule, ...] = (
        r"|logins?|credentials)\b"),
     _r("persistence", "high",
        r"\bself[- ](?:replicat|propagat|spread)\w*|\b(?:spread|propagat|replicat|infect|worm)\w*\s+(?:itself\s+)?"
-       r"(?:to|across|through|into|onto)\s+(?:all\s+|other\s+|every\s+|nearby\s+|connected\s+|the\s+){0,2}"
+       r"(?:to|across|through|into|onto)\s+(?:all\s+|other\s+|every\s+|nearby\s+|connected\s+|the\s+|internal\s+"
+       r"|local\s+|corporate\s+|entire\s+|whole\s+|company\s+){0,3}"
        r"(?:machines|hosts|devices|computers|systems|network|repositories|repos|servers|contacts)\b"),
     _r("persistence", "high",
        r"\bback ?doors?\b|\brootkits?\b|\bremote access trojans?\b|\btrojans?\b|\breverse[- ]shells?\b"
@@ -273,6 +253,8 @@ RULES: tuple[_Rule, ...] = (
        r"|system restarts?|os reinstall\w*|boots?)\b" + _within(60) + r"\b(?:hidden|silently|covert\w*|stealth\w*"
        r"|undetect\w*|without)\b"),
 )
+
+RULES += MORE_RULES
 
 #: Before a match, in the same clause: a defence, a check, a negation or a caution, not a capability.
 _NOT_A_CAPABILITY = re.compile(
@@ -317,6 +299,8 @@ def capabilities(text: str) -> list[Capability]:
             continue
         for m in rule.pattern.finditer(text):
             before = _clause_before(text, m.start())
+            if rule.harm == "intrusion" and AUTHORISED.search(text, m.start(), sentence_end(text, m.end())):
+                continue
             if _NOT_A_CAPABILITY.search(before) or (rule.threat and (
                     _AGAINST_THREAT.search(before[-40:]) or _THREAT_TOPIC.match(text, m.end()))):
                 continue
