@@ -32,7 +32,9 @@ from pathlib import Path
 #: instructions, and its events carry whatever a client sent); it has a hand-written C
 #: builder instead (`ledger/_rows.c`, below), which hands anything unusual back to Python.
 MODULES: dict[str, tuple[str, ...]] = {
-    "mcpwall.policy": ("_plan", "_evaluate", "_facts", "_spelling", "_match", "_compile", "_decision"),
+    "mcpwall.policy": ("_plan", "_evaluate", "_facts", "_spelling", "_match", "_compile", "_decision",
+                       "_calls", "_calls_args", "_calls_files", "_calls_net", "_calls_secrets", "_calls_shell",
+                       "_shell", "_normalize", "_url", "_host"),
 }
 #: C and C++ extensions built next to them when their compiler and headers are there (module -> source
 #: under src/mcpwall); each is optional: without it the code that uses it takes its Python path.

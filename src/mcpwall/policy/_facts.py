@@ -36,7 +36,7 @@ from mcpwall.policy._calls import (
 from mcpwall.policy._host import is_host_key
 from mcpwall.policy._resolve import HostResolver
 from mcpwall.policy._shell import SHELLS
-from mcpwall.policy._spelling import PLAIN, remember, spell, spelled_cache
+from mcpwall.policy._spelling import PLAIN, spelled_cache
 
 #: Values beyond these bounds are not inspected one by one; the call is then
 #: treated as uninspectable, which `evaluate` denies in enforce mode.
@@ -296,24 +296,19 @@ class _Walker:
     def _leaf(self, text: str, path: str, key: str) -> None:
         bits = _key_kind(key) if key else 0
         if not bits & (_HOST_BIT | _COMMAND_BIT | _URL_BIT | _CODE_BIT):
-            cls = self.plain
             cache = self.spelled
             if self.shell and ("[" in path or "." in path or bits & _PLACE_BIT):
                 # A shell tool runs its top-level texts (`terminal(input="id")`), not a list's items (tags).
-                cls = KEY_PLAIN
-                cache = spelled_cache(self.home, cls)
+                cache = spelled_cache(self.home, KEY_PLAIN)
         elif not self.facts:
-            cls = KEY_HOST if bits & _HOST_BIT else KEY_NO_FACTS
-            cache = spelled_cache(self.home, cls)
+            cache = spelled_cache(self.home, KEY_HOST if bits & _HOST_BIT else KEY_NO_FACTS)
         else:
-            cls = KEY_HOST if bits & _HOST_BIT else (KEY_COMMAND if bits & _COMMAND_BIT else
-                                                     KEY_URL if bits & _URL_BIT else KEY_CODE)
-            cache = spelled_cache(self.home, cls)
-        spelled = cache.get(text)
+            cache = spelled_cache(self.home, KEY_HOST if bits & _HOST_BIT else (
+                KEY_COMMAND if bits & _COMMAND_BIT else KEY_URL if bits & _URL_BIT else KEY_CODE))
+        spelled = cache.new.get(text)
         if spelled is None:
-            spelled = spell(text, self.home, cls)
-            remember(cache, text, spelled)
-        elif spelled is PLAIN:  # the text is its only spelling (`_spelling.py`)
+            spelled = cache.recall(text)
+        if spelled is PLAIN:  # the text is its only spelling (`_spelling.py`)
             self.values.append(tuple.__new__(ArgValue, (path, key, text, (text,), text)))
             return
         if spelled.facts and self.facts:
