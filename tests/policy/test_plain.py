@@ -14,7 +14,6 @@ gives the models.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,20 +123,26 @@ def _models_read(data: dict[str, Any]) -> _model.PolicyFile | None:
 def test_each_plain_class_has_its_models_fields_in_order_with_the_same_defaults(name: str) -> None:
     model: type[pydantic.BaseModel] = getattr(_model, name)
     plain = getattr(_plain, name)
-    plain_fields = {f.name: f for f in dataclasses.fields(plain)}
-    order = getattr(plain, "ORDER", tuple(plain_fields))
-    assert list(order) == list(model.model_fields)
-    assert set(plain.CHECKS) == set(model.model_fields)
-    for field_name, info in model.model_fields.items():
-        mine = plain_fields[field_name]
+    assert [field for field, _, _ in plain.FIELDS] == list(model.model_fields)
+    for (field, default, _), info in zip(plain.FIELDS, model.model_fields.values(), strict=True):
         if info.is_required():
-            assert mine.default is dataclasses.MISSING, field_name
-            assert mine.default_factory is dataclasses.MISSING, field_name
+            assert default is _plain.REQUIRED, field
         elif info.default_factory is not None:
-            assert mine.default_factory is not dataclasses.MISSING, field_name
-            assert mine.default_factory() == info.default_factory(), field_name  # type: ignore[call-arg]
+            assert isinstance(default, type), field  # made anew for each object
+            assert default() == info.default_factory(), field  # type: ignore[call-arg]
         else:
-            assert mine.default == info.default, field_name
+            assert default == info.default, field
+
+
+def test_plain_objects_are_frozen_and_compare_by_their_fields() -> None:
+    rule = _plain.Rule.of({"id": "r", "action": "deny"})
+    with pytest.raises(AttributeError):
+        rule.id = "other"
+    assert rule == _plain.Rule.of({"id": "r", "action": "deny"})
+    assert rule != _plain.Rule.of({"id": "r", "action": "allow"})
+    assert rule.model_copy(update={"id": "r#2"}).id == "r#2"
+    assert rule.id == "r"
+    assert _plain.Allowlist().tools is not _plain.Allowlist().tools  # a default list is each object's own
 
 
 @pytest.mark.parametrize(("mine", "theirs"), sorted(LITERALS.items()))

@@ -2,7 +2,7 @@
 
 Importing pydantic and building the models of `_model.py` costs about 90 ms of CPU, most of a
 `mcpwall simulate` of one call, which scripts and parity harnesses start thousands of times.
-`document(data)` reads a parsed YAML mapping into frozen dataclasses with the models' names,
+`document(data)` reads a parsed YAML mapping into frozen objects with the models' names,
 fields, defaults, `model_dump` and `model_copy`, when the mapping is one the models take as it
 stands: every value already of its field's type (no coercion: `"500"` for a number, `1` for a
 flag), inside its bounds, no unknown key, each validator of the models satisfied. For anything
@@ -16,10 +16,8 @@ models.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 Check = Callable[[Any], Any]
 
@@ -120,22 +118,59 @@ def _dump(value: Any, exclude_none: bool) -> Any:
     return value
 
 
-class _Plain:
-    """What the policy's code asks of a model: its fields as attributes, `model_dump`, `model_copy`."""
+#: the default of a field that has none (the model requires it)
+REQUIRED: Any = object()
 
-    #: field name -> the check of a value given for it (the dataclass's fields give the defaults)
-    CHECKS: ClassVar[dict[str, Check]] = {}
+
+class _Plain:
+    """What the policy's code asks of a model: its fields as attributes, `model_dump`, `model_copy`.
+
+    Not a dataclass: building the twelve as frozen dataclasses took 6 ms, a twentieth of a simulate. The
+    objects are frozen all the same, compare by their fields and list them in the model's order."""
+
+    #: (name, default, check of a given value) of each field, in the model's order; a default that is
+    #: a type (list, dict) is called for each object, as the model's `default_factory`
+    FIELDS: ClassVar[tuple[tuple[str, Any, Check], ...]] = ()
+    __hash__ = None  # type: ignore[assignment]  # mutable lists inside, as in the models
+
+    def __init__(self, **given: Any) -> None:
+        for name, default, _ in self.FIELDS:
+            value = given.pop(name, default)
+            if value is REQUIRED:
+                raise TypeError(f"{type(self).__name__} needs {name!r}")
+            object.__setattr__(self, name, value() if isinstance(value, type) else value)
+        if given:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(given)[0]!r}")
+
+    if TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any: ...
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(
+            getattr(self, name) == getattr(other, name) for name, _, _ in self.FIELDS)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n, _, _ in self.FIELDS)})"
 
     @classmethod
     def of(cls, data: Any) -> Any:
-        if type(data) is not dict or not data.keys() <= cls.CHECKS.keys():
-            raise _Refused  # not a mapping, or an unknown key
+        """An object from a parsed mapping; raises _Refused unless the model would take it as it is."""
+        if type(data) is not dict:
+            raise _Refused
         given = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # every subclass is a dataclass
-            if f.name in data:
-                given[f.name] = cls.CHECKS[f.name](data[f.name])
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+        for name, default, check in cls.FIELDS:
+            if name in data:
+                given[name] = check(data[name])
+            elif default is REQUIRED:
                 raise _Refused  # a required field left out
+        if len(given) != len(data):
+            raise _Refused  # an unknown key
         made = cls(**given)
         made.check()
         return made
@@ -145,14 +180,14 @@ class _Plain:
 
     def model_dump(self, *, exclude_none: bool = False) -> dict[str, Any]:
         out = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
+        for name, _, _ in self.FIELDS:
+            value = getattr(self, name)
             if value is not None or not exclude_none:
-                out[f.name] = _dump(value, exclude_none)
+                out[name] = _dump(value, exclude_none)
         return out
 
     def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
-        return dataclasses.replace(self, **(update or {}))  # type: ignore[type-var]
+        return type(self)(**{**{name: getattr(self, name) for name, _, _ in self.FIELDS}, **(update or {})})
 
 
 # The literals of `_model.py` (a test keeps them equal).
@@ -179,88 +214,44 @@ def _day(name: str) -> None:
         raise _Refused
 
 
-@dataclass(frozen=True, slots=True)
 class ArgConstraint(_Plain):
-    argName: str
-    constraint: str
-    values: list[str]
-    CHECKS: ClassVar[dict[str, Check]] = {"argName": _text(1), "constraint": _one_of(*CONSTRAINT_KINDS),
-                                          "values": _texts(1, non_empty=True)}
+    FIELDS = (("argName", REQUIRED, _text(1)), ("constraint", REQUIRED, _one_of(*CONSTRAINT_KINDS)),
+              ("values", REQUIRED, _texts(1, non_empty=True)))
 
 
-@dataclass(frozen=True, slots=True)
 class TimeWindow(_Plain):
-    days: list[str] | None = None
-    startHour: int | None = None
-    endHour: int | None = None
-    timezone: str | None = None
-    CHECKS: ClassVar[dict[str, Check]] = {"days": _optional(_texts(each=_day)), "startHour": _HOUR,
-                                          "endHour": _HOUR, "timezone": _optional(_text())}
+    FIELDS = (("days", None, _optional(_texts(each=_day))), ("startHour", None, _HOUR), ("endHour", None, _HOUR),
+              ("timezone", None, _optional(_text())))
 
 
-@dataclass(frozen=True, slots=True)
 class ContextCondition(_Plain):
-    clientIn: list[str] | None = None
-    agentIn: list[str] | None = None
-    maxRequestsPerMinute: int | None = None
-    CHECKS: ClassVar[dict[str, Check]] = {"clientIn": _optional(_texts()), "agentIn": _optional(_texts()),
-                                          "maxRequestsPerMinute": _optional(_whole(1))}
+    FIELDS = (("clientIn", None, _optional(_texts())), ("agentIn", None, _optional(_texts())),
+              ("maxRequestsPerMinute", None, _optional(_whole(1))))
 
 
-@dataclass(frozen=True, slots=True)
 class Compliance(_Plain):
-    framework: str
-    controls: list[str]
-    remediation: str | None = None
-    CHECKS: ClassVar[dict[str, Check]] = {"framework": _one_of(*FRAMEWORKS), "controls": _texts(1, non_empty=True),
-                                          "remediation": _optional(_text())}
+    FIELDS = (("framework", REQUIRED, _one_of(*FRAMEWORKS)), ("controls", REQUIRED, _texts(1, non_empty=True)),
+              ("remediation", None, _optional(_text())))
 
 
-@dataclass(frozen=True, slots=True)
 class Rewrite(_Plain):
-    arguments: dict[str, Any] | None = None
-    result: str | None = None
-    CHECKS: ClassVar[dict[str, Check]] = {"arguments": _optional(_mapping()), "result": _optional(_text())}
+    FIELDS = (("arguments", None, _optional(_mapping())), ("result", None, _optional(_text())))
 
 
 _NAMES = _optional(_texts())
 
 
-@dataclass(frozen=True, slots=True)
 class Rule(_Plain):
-    id: str
-    action: str
-    description: str = ""
-    target: str | None = None
-    match: str = "pattern"
-    values: list[str] = field(default_factory=list)
-    argConstraints: list[ArgConstraint] | None = None
-    timeWindow: TimeWindow | None = None
-    contextCondition: ContextCondition | None = None
-    timeoutMs: int | None = None
-    compliance: list[Compliance] | None = None
-    servers: list[str] | None = None
-    tools: list[str] | None = None
-    methods: list[str] | None = None
-    clients: list[str] | None = None
-    agents: list[str] | None = None
-    rewrite: Rewrite | None = None
-    hook: str | None = None
-    owasp: list[str] | None = None
-    enabled: bool = True
-    #: the order of the model's fields, for `model_dump` (a dataclass puts the required ones first)
-    ORDER: ClassVar[tuple[str, ...]] = (
-        "id", "description", "target", "match", "values", "action", "argConstraints", "timeWindow",
-        "contextCondition", "timeoutMs", "compliance", "servers", "tools", "methods", "clients", "agents",
-        "rewrite", "hook", "owasp", "enabled")
-    CHECKS: ClassVar[dict[str, Check]] = {
-        "id": _text(1), "description": _text(), "target": _optional(_one_of(*TARGETS)),
-        "match": _one_of(*MATCH_TYPES), "values": _texts(non_empty=True), "action": _one_of(*RULE_ACTIONS),
-        "argConstraints": _optional(_many(ArgConstraint)), "timeWindow": _optional(_one(TimeWindow)),
-        "contextCondition": _optional(_one(ContextCondition)), "timeoutMs": _TIMEOUT,
-        "compliance": _optional(_many(Compliance)), "servers": _NAMES, "tools": _NAMES, "methods": _NAMES,
-        "clients": _NAMES, "agents": _NAMES, "rewrite": _optional(_one(Rewrite)), "hook": _optional(_text()),
-        "owasp": _NAMES, "enabled": _flag}
+    FIELDS = (
+        ("id", REQUIRED, _text(1)), ("description", "", _text()), ("target", None, _optional(_one_of(*TARGETS))),
+        ("match", "pattern", _one_of(*MATCH_TYPES)), ("values", list, _texts(non_empty=True)),
+        ("action", REQUIRED, _one_of(*RULE_ACTIONS)), ("argConstraints", None, _optional(_many(ArgConstraint))),
+        ("timeWindow", None, _optional(_one(TimeWindow))),
+        ("contextCondition", None, _optional(_one(ContextCondition))), ("timeoutMs", None, _TIMEOUT),
+        ("compliance", None, _optional(_many(Compliance))), ("servers", None, _NAMES), ("tools", None, _NAMES),
+        ("methods", None, _NAMES), ("clients", None, _NAMES), ("agents", None, _NAMES),
+        ("rewrite", None, _optional(_one(Rewrite))), ("hook", None, _optional(_text())), ("owasp", None, _NAMES),
+        ("enabled", True, _flag))
 
     def check(self) -> None:
         if self.values and self.target is None:
@@ -270,64 +261,32 @@ class Rule(_Plain):
         if self.action in ("preprocess", "postprocess") and not self.hook:
             raise _Refused
 
-    def model_dump(self, *, exclude_none: bool = False) -> dict[str, Any]:
-        dumped = _Plain.model_dump(self, exclude_none=exclude_none)
-        return {name: dumped[name] for name in self.ORDER if name in dumped}
 
-
-@dataclass(frozen=True, slots=True)
 class Allowlist(_Plain):
-    tools: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
-    hosts: list[str] = field(default_factory=list)
-    envVars: list[str] = field(default_factory=list)
-    CHECKS: ClassVar[dict[str, Check]] = {"tools": _texts(), "paths": _texts(), "hosts": _texts(), "envVars": _texts()}
+    FIELDS = (("tools", list, _texts()), ("paths", list, _texts()), ("hosts", list, _texts()),
+              ("envVars", list, _texts()))
 
 
-@dataclass(frozen=True, slots=True)
 class Webhook(_Plain):
-    url: str
-    events: list[str]
-    format: str = "json"
-    headers: dict[str, str] | None = None
-    CHECKS: ClassVar[dict[str, Check]] = {"url": _text(1), "events": _texts(each=_one_of(*WEBHOOK_EVENTS)),
-                                          "format": _one_of(*WEBHOOK_FORMATS),
-                                          "headers": _optional(_mapping(_text()))}
+    FIELDS = (("url", REQUIRED, _text(1)), ("events", REQUIRED, _texts(each=_one_of(*WEBHOOK_EVENTS))),
+              ("format", "json", _one_of(*WEBHOOK_FORMATS)), ("headers", None, _optional(_mapping(_text()))))
 
 
-@dataclass(frozen=True, slots=True)
 class Notifications(_Plain):
-    webhooks: list[Webhook] | None = None
-    CHECKS: ClassVar[dict[str, Check]] = {"webhooks": _optional(_many(Webhook))}
+    FIELDS = (("webhooks", None, _optional(_many(Webhook))),)
 
 
-@dataclass(frozen=True, slots=True)
 class SandboxSpec(_Plain):
-    read: list[str] = field(default_factory=list)
-    write: list[str] = field(default_factory=list)
-    network: bool = False
-    CHECKS: ClassVar[dict[str, Check]] = {"read": _texts(), "write": _texts(), "network": _flag}
+    FIELDS = (("read", list, _texts()), ("write", list, _texts()), ("network", False, _flag))
 
 
-@dataclass(frozen=True, slots=True)
 class ServerSpec(_Plain):
-    command: str | None = None
-    args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    transport: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    timeoutMs: int | None = None
-    sandbox: SandboxSpec | None = None
-    roots: list[str] | None = None
-    disabled: bool = False
-    era: str = "auto"
-    CHECKS: ClassVar[dict[str, Check]] = {
-        "command": _optional(_text()), "args": _texts(), "env": _mapping(_text()), "cwd": _optional(_text()),
-        "url": _optional(_text()), "transport": _optional(_one_of(*TRANSPORTS)), "headers": _mapping(_text()),
-        "timeoutMs": _TIMEOUT, "sandbox": _optional(_one(SandboxSpec)), "roots": _optional(_texts()),
-        "disabled": _flag, "era": _one_of(*ERAS)}
+    FIELDS = (
+        ("command", None, _optional(_text())), ("args", list, _texts()), ("env", dict, _mapping(_text())),
+        ("cwd", None, _optional(_text())), ("url", None, _optional(_text())),
+        ("transport", None, _optional(_one_of(*TRANSPORTS))), ("headers", dict, _mapping(_text())),
+        ("timeoutMs", None, _TIMEOUT), ("sandbox", None, _optional(_one(SandboxSpec))),
+        ("roots", None, _optional(_texts())), ("disabled", False, _flag), ("era", "auto", _one_of(*ERAS)))
 
     def check(self) -> None:
         if bool(self.command) == bool(self.url):
@@ -346,35 +305,18 @@ _SECTION = _optional(_mapping())
 _SWITCHABLE_SECTION = _optional(_either(_mapping(), _flag))
 
 
-@dataclass(frozen=True, slots=True)
 class PolicyFile(_Plain):
-    version: str | None = None
-    mode: str | None = None
-    defaultAction: str | None = None
-    defaultTimeoutMs: int | None = None
-    rules: list[Rule] = field(default_factory=list)
-    allowlist: Allowlist | None = None
-    allowSampling: bool | None = None
-    extends: list[str] | None = None
-    notifications: Notifications | None = None
-    servers: dict[str, ServerSpec] | None = None
-    #: a path; an inline corp mapping is read by the models
-    corp: str | None = None
-    dlp: dict[str, Any] | bool | None = None
-    honeytokens: dict[str, Any] | bool | None = None
-    ledger: dict[str, Any] | None = None
-    rbac: dict[str, Any] | None = None
-    stages: dict[str, Any] | None = None
-    telemetry: dict[str, Any] | bool | None = None
-    auth: dict[str, Any] | None = None
-    CHECKS: ClassVar[dict[str, Check]] = {
-        "version": _optional(_version), "mode": _optional(_one_of(*MODES)),
-        "defaultAction": _optional(_one_of(*DEFAULT_ACTIONS)), "defaultTimeoutMs": _TIMEOUT,
-        "rules": _many(Rule), "allowlist": _optional(_one(Allowlist)), "allowSampling": _optional(_flag),
-        "extends": _optional(_extends), "notifications": _optional(_one(Notifications)),
-        "servers": _optional(_mapping(_one(ServerSpec))), "corp": _optional(_text()),
-        "dlp": _SWITCHABLE_SECTION, "honeytokens": _SWITCHABLE_SECTION, "ledger": _SECTION, "rbac": _SECTION,
-        "stages": _SECTION, "telemetry": _SWITCHABLE_SECTION, "auth": _SECTION}
+    FIELDS = (
+        ("version", None, _optional(_version)), ("mode", None, _optional(_one_of(*MODES))),
+        ("defaultAction", None, _optional(_one_of(*DEFAULT_ACTIONS))), ("defaultTimeoutMs", None, _TIMEOUT),
+        ("rules", list, _many(Rule)), ("allowlist", None, _optional(_one(Allowlist))),
+        ("allowSampling", None, _optional(_flag)), ("extends", None, _optional(_extends)),
+        ("notifications", None, _optional(_one(Notifications))),
+        ("servers", None, _optional(_mapping(_one(ServerSpec)))),
+        ("corp", None, _optional(_text())),  # a path: an inline corp mapping is read by the models
+        ("dlp", None, _SWITCHABLE_SECTION), ("honeytokens", None, _SWITCHABLE_SECTION), ("ledger", None, _SECTION),
+        ("rbac", None, _SECTION), ("stages", None, _SECTION), ("telemetry", None, _SWITCHABLE_SECTION),
+        ("auth", None, _SECTION))
 
 
 def document(data: dict[str, Any]) -> Any:
