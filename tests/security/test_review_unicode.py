@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.proxy.harness import GatewayProcess, filesystem
 from tests.proxy.test_self_protection_review import refused
+from tests.security.review_helpers import Caller
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -38,12 +38,12 @@ def nf(form: str, text: str) -> str:
     return unicodedata.normalize(form, text)  # type: ignore[arg-type]
 
 
-class Site:
+class Site(Caller):
     def __init__(self, gw: GatewayProcess, base: Path, stored: str) -> None:
+        super().__init__(gw)
         self.gw, self.base, self.stored = gw, base, stored
         self.home = gw.home
         self.policy = (self.home / "policy.yaml").read_text()
-        self.ids = 0
 
     def spell(self, forms: tuple[str, str], *rest: str) -> str:
         """The home spelled with `café` and `hôme` each in the given normal form, then `rest`."""
@@ -57,13 +57,6 @@ class Site:
                 if (a, b) != (self.stored, self.stored):
                     out.append(self.spell((a, b), *rest))
         return out
-
-    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        self.ids += 1
-        answer: dict[str, Any] = httpx.post(f"{self.gw.url}/fs", headers=self.gw.headers, timeout=30, json={
-            "jsonrpc": "2.0", "id": self.ids, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments}}).json()
-        return answer
 
 
 @pytest.fixture(scope="module", params=["NFC", "NFD"])

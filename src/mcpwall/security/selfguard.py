@@ -9,7 +9,8 @@ and checkpoint, the RBAC files, and the mcpwall installation. `check()` finds
 an argument value, at any depth, that names one of them in any spelling the
 server or a shell could open:
 
-- `~`, `$HOME`, `${HOME}` and other `$VAR`s (the gateway's environment),
+- `~`, `$HOME`, `${HOME}` and other `$VAR`s (the gateway's environment and the server's own `env`:
+  Node expands `~` with the server's $HOME),
   percent-encoding, `file:` URIs (`file:///`, `file://localhost/`, any host);
 - `.`/`..` segments, duplicate and trailing separators, backslashes;
 - relative paths, against every directory the upstream resolves them in
@@ -153,6 +154,29 @@ class Finding:
                 "files cannot be read or changed through a tool, whatever the policy allows")
 
 
+#: A server's own environment variables, as (name, value) pairs: hashable, empty for most servers.
+ServerEnv = tuple[tuple[str, str], ...]
+_VAR = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+
+
+def server_env(env: Mapping[str, Any] | None) -> ServerEnv:
+    """The `env` of a server's spec as `check` takes it (string values only)."""
+    return tuple(sorted((str(k), v) for k, v in (env or {}).items() if isinstance(v, str)))
+
+
+def _expand(text: str, env: ServerEnv) -> str:
+    """`$VAR` and `${VAR}` expanded as the server's shell would: its own variables first, then the
+    environment it inherited (unknown names are left as written, as os.path.expandvars does)."""
+    own = dict(env)
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        value = own.get(name, os.environ.get(name))
+        return m.group(0) if value is None else value
+
+    return _VAR.sub(one, text)
+
+
 #: How long a path's resolution is trusted (a symlink swapped within it is a race no path check wins).
 _TTL = 2.0
 
@@ -185,7 +209,7 @@ class ProtectedSet:
         self.cwd = cwd or os.getcwd()
         self._realpath = CachedRealpath(ttl=_TTL, size=8192)
         self._covered: dict[tuple[str, bool], tuple[float, tuple[str, str] | None]] = {}
-        self._reached: dict[tuple[str, tuple[str, ...], bool], tuple[float, tuple[str, str] | None]] = {}
+        self._reached: dict[tuple[str, tuple[str, ...], bool, ServerEnv], tuple[float, tuple[str, str] | None]] = {}
         #: (st_dev, st_ino) of the protected files and of the files in the home when the set was built
         self.inodes: dict[tuple[int, int], str] = {}
         #: ... of the protected files themselves (found whatever their link count: a renamed directory)
@@ -365,8 +389,10 @@ class ProtectedSet:
                 return label
         return None
 
-    def spellings(self, text: str) -> list[str]:
-        """The absolute paths (before resolution) a path argument can mean; relative ones stay relative."""
+    def spellings(self, text: str, env: ServerEnv = ()) -> list[str]:
+        """The absolute paths (before resolution) a path argument can mean; relative ones stay relative.
+        `env`: the server's own environment (its `env` in the servers file), under which it expands
+        `~` (Node's os.homedir() is its $HOME) and a shell expands `$VAR`, besides the gateway's."""
         out: list[str] = []
         pending = [text]
         current = text
@@ -390,10 +416,14 @@ class ProtectedSet:
                 pending.append(unquote(rest))
         for item in list(pending):
             if item.startswith("~"):
-                pending.append(os.path.expanduser(item) if not item.startswith(("~/", "~\\")) and item != "~"
-                               else self.user_home + item[1:])
+                own = item == "~" or item.startswith(("~/", "~\\"))
+                pending.append(self.user_home + item[1:] if own else os.path.expanduser(item))
+                if own:
+                    pending.extend(v + item[1:] for k, v in env if k == "HOME")
             if "$" in item or "%" in item:
                 pending.append(os.path.expandvars(item))
+                if env and "$" in item:
+                    pending.append(_expand(item, env))
             if "\\" in item:
                 pending.append(item.replace("\\", "/"))
         seen: dict[str, None] = {}
@@ -403,22 +433,24 @@ class ProtectedSet:
         out.extend(seen)
         return out
 
-    def reaches(self, text: str, bases: tuple[str, ...], ancestor: bool = False) -> tuple[str, str] | None:
+    def reaches(self, text: str, bases: tuple[str, ...], ancestor: bool = False,
+                env: ServerEnv = ()) -> tuple[str, str] | None:
         """Is `text` (one path-like word) a protected path, absolute or relative to any of `bases`?
         `ancestor`: or an ancestor of one (in a call that can move, delete or replace it)."""
         now = time.monotonic()
-        key = (text, bases, ancestor)
+        key = (text, bases, ancestor, env)
         cached = self._reached.get(key)
         if cached is not None and now - cached[0] < _TTL:
             return cached[1]
-        result = self._reaches(text, bases, ancestor)
+        result = self._reaches(text, bases, ancestor, env)
         if len(self._reached) >= 8192:
             self._reached.clear()
         self._reached[key] = (now, result)
         return result
 
-    def _reaches(self, text: str, bases: tuple[str, ...], ancestor: bool) -> tuple[str, str] | None:
-        for spelling in self.spellings(text):
+    def _reaches(self, text: str, bases: tuple[str, ...], ancestor: bool,
+                 env: ServerEnv) -> tuple[str, str] | None:
+        for spelling in self.spellings(text, env):
             if spelling.startswith("/"):
                 candidates: Iterable[str] = (spelling,)
             elif spelling.startswith("~") or "://" in spelling:
@@ -433,7 +465,8 @@ class ProtectedSet:
 
     # ------------------------------------------------------------------ a call's arguments
 
-    def check(self, args: Any, cwd_candidates: Iterable[str] = (), *, mutating: bool = False) -> Finding | None:
+    def check(self, args: Any, cwd_candidates: Iterable[str] = (), *, mutating: bool = False,
+              env: ServerEnv = ()) -> Finding | None:
         """The first argument value that names a protected path, else None.
 
         `mutating`: the call can move, delete or replace what it names (see `mutates`): a path
@@ -442,11 +475,13 @@ class ProtectedSet:
         `cwd_candidates`: the directories a relative path may be resolved in by the upstream
         (its working directory, its allowed directories). The gateway's own working directory
         is always one of them (a server started without `cwd` inherits it).
+
+        `env`: the server's own environment variables (see `spellings`).
         """
         bases = cwd_candidates if isinstance(cwd_candidates, tuple) else tuple(cwd_candidates)
         if self.cwd not in bases:
             bases = (*bases, self.cwd)
-        walker = _Walk(self, bases, mutating)
+        walker = _Walk(self, bases, mutating, env)
         if mutating and type(args) is dict:
             # The call's own working directory: where its relative words and globs move things.
             given = [os.path.expanduser(v) for k, v in args.items() if type(v) is str and k.casefold() in CWD_KEYS]
@@ -570,10 +605,12 @@ class _Found(Exception):
 
 
 class _Walk:
-    __slots__ = ("bases", "count", "extracting", "guard", "moved_in", "mutating")
+    __slots__ = ("bases", "count", "env", "extracting", "guard", "moved_in", "mutating")
 
-    def __init__(self, guard: ProtectedSet, bases: tuple[str, ...], mutating: bool = False) -> None:
+    def __init__(self, guard: ProtectedSet, bases: tuple[str, ...], mutating: bool = False,
+                 env: ServerEnv = ()) -> None:
         self.guard = guard
+        self.env = env
         self.bases = bases
         self.count = 0
         self.mutating = mutating
@@ -678,14 +715,15 @@ class _Walk:
                     and not (shell and any(os.path.islink(os.path.join(b, piece)) for b in self.bases)):
                 continue
             moved_in = self.moved_in
-            hit = guard.reaches(piece, self.bases, ancestor and moved_in is self.bases)
+            hit = guard.reaches(piece, self.bases, ancestor and moved_in is self.bases, self.env)
             if hit is None and ancestor and moved_in is not self.bases:
-                hit = guard.reaches(piece, moved_in, True)
+                hit = guard.reaches(piece, moved_in, True, self.env)
             glob = _GLOB.search(piece) if hit is None and ancestor else None
             if glob is not None:
                 # A glob moves what it matches: the directory it is expanded in (`*`, `~/*`, `p/h*`).
                 head = piece[:glob.start()]
-                hit = guard.reaches((head.rsplit("/", 1)[0] if "/" in head else ".") or "/", moved_in, True)
+                hit = guard.reaches((head.rsplit("/", 1)[0] if "/" in head else ".") or "/", moved_in, True,
+                                    self.env)
             if hit is not None:
                 raise _Found(Finding(where, word, hit[1], hit[0]))
 
@@ -724,4 +762,4 @@ def _still_ours(protected: str, ident: tuple[int, int]) -> bool:
 
 
 __all__ = ["COMMAND_KEYS", "MAX_VALUES", "MUTATING_KEYS", "MUTATING_PROGRAMS", "MUTATING_VERBS", "PATH_KEYS",
-           "RULE_ID", "Finding", "ProtectedSet", "install_paths", "mutates"]
+           "RULE_ID", "Finding", "ProtectedSet", "ServerEnv", "install_paths", "mutates", "server_env"]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwall._protected import protected_set
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
-from mcpwall.security.selfguard import RULE_ID, Finding, mutates
+from mcpwall.security.selfguard import RULE_ID, Finding, ServerEnv, mutates, server_env
 from mcpwall.stages._components import Components
 
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ class SelfGuardStage(Stage):
         self.config = dict(config)
         self.guard = protected_set(home, (), self.config, settings)
         self.dirs: dict[str, tuple[str, ...]] = {}
+        #: each server's own environment (its `env`): its `~` and `$VAR`s are not the gateway's
+        self.envs: dict[str, ServerEnv] = {}
         self.refused = 0
         self.gateway: GatewayView | None = None
 
@@ -95,12 +97,16 @@ class SelfGuardStage(Stage):
     def _rebuild(self, compiled: Any) -> None:
         source = compiled.source
         self.guard = protected_set(self.home, source.files, dict(source.sections) or self.config, self.settings)
-        if self.gateway is not None:
-            self.dirs = {name: server_dirs(up.spec) for name, up in self.gateway.servers.items()}
+        self._learn_servers()
 
     async def start(self) -> None:
+        self._learn_servers()
+
+    def _learn_servers(self) -> None:
         if self.gateway is not None:
-            self.dirs = {name: server_dirs(up.spec) for name, up in self.gateway.servers.items()}
+            servers = self.gateway.servers.items()
+            self.dirs = {name: server_dirs(up.spec) for name, up in servers}
+            self.envs = {name: server_env(getattr(up.spec, "env", None)) for name, up in servers}
 
     async def on_request(self, ctx: RequestContext) -> Reject | None:
         method = ctx.method
@@ -117,7 +123,7 @@ class SelfGuardStage(Stage):
             dirs = self.dirs[ctx.server or ""] = server_dirs(getattr(ctx.gateway.servers.get(ctx.server or ""),
                                                                      "spec", None))
         mutating = method == "tools/call" and mutates(str(ctx.params.get("name") or ""), value)
-        finding = self.guard.check(value, dirs, mutating=mutating)
+        finding = self.guard.check(value, dirs, mutating=mutating, env=self.envs.get(ctx.server or "", ()))
         if finding is None:
             return None
         self.refused += 1
