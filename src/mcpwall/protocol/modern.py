@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextvars
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
@@ -93,10 +94,12 @@ __all__ = [
     "SERVER_INFO",
     "SERVER_INFO_META_KEY",
     "Envelope",
+    "checked_envelope",
     "decode_header_value",
     "designates",
     "encode_header_value",
     "envelope",
+    "envelope_of",
     "finish",
     "is_modern",
     "legacy_params",
@@ -167,6 +170,27 @@ def envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     if isinstance(info, dict):
         name, version_of = str(info.get("name", ""))[:200], str(info.get("version", ""))[:100]
     return Envelope(version, name, version_of, level)
+
+
+#: the envelope a frontend checked for the request this task serves, with the `_meta` it read
+_CHECKED: contextvars.ContextVar[tuple[Any, Envelope] | None] = contextvars.ContextVar("mcpwall_envelope",
+                                                                                      default=None)
+
+
+def checked_envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
+    """`envelope`, remembered for this task's request: the HTTP frontend checks it before the
+    session is chosen, routing needs it again; the second look at the same `_meta` is free."""
+    env = envelope(rid, params)
+    _CHECKED.set((params["_meta"], env))
+    return env
+
+
+def envelope_of(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
+    """The envelope `checked_envelope` found for this very `_meta` object, else `envelope`'s."""
+    seen = _CHECKED.get()
+    if seen is not None and seen[0] is params.get("_meta"):
+        return seen[1]
+    return envelope(rid, params)
 
 
 def unsupported(rid: RequestId | None, requested: str) -> ProtocolError:

@@ -36,9 +36,9 @@ from mcpwall.protocol.modern import (
     MODERN_VERSIONS,
     NAME_OF,
     PROTOCOL_VERSION_META_KEY,
+    checked_envelope,
     decode_header_value,
     designates,
-    envelope,
     is_modern,
 )
 from mcpwall.protocol.naming import split
@@ -105,7 +105,7 @@ def mismatch(
     if not modern and METHOD_HEADER not in headers and NAME_HEADER not in headers:
         return None
     seen: set[bytes] = set()
-    for name, _ in raw:
+    for name, _ in raw if len(raw) != len(headers) else ():  # no name twice when the mapping kept them all
         key = name.lower()
         if key.startswith(b"mcp-"):  # the MCP headers: Mcp-Method, Mcp-Name, Mcp-Param-*, MCP-Protocol-Version
             if key in seen and (key in _STANDARD or key.startswith(_PARAM_PREFIX)):
@@ -238,7 +238,7 @@ class ModernSessions:
             if why is not None:
                 raise ProtocolError(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {why}", rid)
             assert isinstance(params, dict)
-            envelope(rid, params)
+            checked_envelope(rid, params)  # routing reads it again (`envelope_of`)
         except ProtocolError as exc:
             await self.gateway.refused(msg, exc.code, exc.message, server=where, peer=peer(scope))
             await reply_json(send, 400, exc.to_message())

@@ -27,7 +27,7 @@ from mcpwall.protocol import SUPPORTED_VERSIONS, ErrorCode, Message, ProtocolErr
 from mcpwall.protocol.modern import (
     PROTOCOL_VERSION_META_KEY,
     REMOVED,
-    envelope,
+    envelope_of,
     legacy_params,
     log_filter,
     upstream_error,
@@ -118,7 +118,7 @@ class Router:
     def _admit_modern(ctx: RequestContext) -> None:
         """Check a 2026-07-28 request's envelope (raises ProtocolError), and tell its session who
         speaks, unless the session was opened by `initialize` (that client's word stands)."""
-        env = envelope(ctx.id, ctx.params)
+        env = envelope_of(ctx.id, ctx.params)  # checked by the HTTP frontend already, or here
         if ctx.method in REMOVED:
             raise ProtocolError(ErrorCode.METHOD_NOT_FOUND,
                                 f"Method not found: {ctx.method} (removed in {env.version})", ctx.id)
@@ -174,8 +174,8 @@ class Router:
                     params = {**params, "ref": {**ref, "name": ctx.target}}
         meta = params.get("_meta")
         modern = meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta
-        if modern:
-            params = legacy_params(params)  # every upstream speaks the handshake era (opened by initialize)
+        if modern and upstream.era != "modern":
+            params = legacy_params(params)  # a handshake-era upstream (a modern one gets the gateway's envelope)
         elif meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
             params = self.gw.messages.own_capabilities(upstream.name, params)
         if ctx.method == "tools/call":
