@@ -214,6 +214,8 @@ def _authorization(name: str, upstream: Any, last_error: str | None) -> dict[str
     summary = server_authorization(held, last_error)
     if summary["state"] == "login required":
         summary["login"] = f"mcpwall login {name}"
+    elif summary.get("step_up"):
+        summary["login"] = f'mcpwall login {name} --scope "{summary["step_up"]}"'
     return summary
 
 

@@ -17,13 +17,23 @@ owner's grant or to another principal's: alice's token is never sent for bob.
 A grant within `REFRESH_MARGIN_S` of its expiry is renewed first (refresh token, or a new
 client-credentials grant), one renewal at a time per grant, and stored back. A 401 from the
 server after that is the server's answer: the transport reports it with the login command.
+
+Step-up (the MCP chapter's incremental consent): a `403` with `WWW-Authenticate: Bearer
+error="insufficient_scope", scope="S"` asks for the union of the grant's scopes and S. A service
+credential gets a new client-credentials grant for the union and the request is sent again, once;
+a person's grant cannot be widened without them, so the grant is marked (`Grant.step_up`: status
+and the dashboard say "login needed for scope ...") and the call fails with `LoginRequired`
+naming `mcpwall login SERVER --scope "..."`. Nothing is retried twice: a second refusal is the
+call's error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import logging
+import re
 import time
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -52,11 +62,17 @@ class LoginRequired(TransportError):
     """The upstream needs an OAuth grant the gateway does not hold for this principal (a transport
     error: the request is never sent, and fails with the login command)."""
 
-    def __init__(self, server: str, principal: str | None, detail: str = "") -> None:
+    def __init__(self, server: str, principal: str | None, detail: str = "", scope: str | None = None) -> None:
         self.server = server
         self.principal = principal
         self.command = login_command(server, principal)
-        super().__init__(login_required(server, principal, detail))
+        if scope is None:
+            super().__init__(login_required(server, principal, detail))
+            return
+        self.command += f' --scope "{scope}"'
+        who = f" for principal {principal!r}" if principal else ""
+        super().__init__(f"upstream {server!r} requires authorization{who} for scope {scope!r}: run "
+                         f"`{self.command}`" + (f" ({detail})" if detail else ""))
 
 
 def use_home(home: Path) -> None:
@@ -79,8 +95,33 @@ def register_upstream_auth() -> None:
         SERVICES.append(upstream_auth_service)
 
 
+def insufficient_scope(response: httpx.Response) -> str | None:
+    """The scope a `403 insufficient_scope` challenge asks for ("" when it names none); None for any
+    other response."""
+    if response.status_code != 403:
+        return None
+    challenge = response.headers.get("www-authenticate", "")
+    if challenge[:7].lower() != "bearer ":
+        return None
+    fields = {m[0].lower(): m[1] or m[2] for m in re.findall(r'([A-Za-z_]+)=(?:"([^"]*)"|([^\s,]*))', challenge[7:])}
+    if fields.get("error") != "insufficient_scope":
+        return None
+    scope = fields.get("scope", "")
+    # RFC 6749 3.3 scope-tokens only: a server does not get to put quotes or controls in a command line
+    return scope if re.fullmatch(r"[\x21\x23-\x5b\x5d-\x7e ]*", scope) else None
+
+
+def union_scopes(held: str | None, wanted: str) -> str:
+    """`held`'s scopes, then those of `wanted` it lacks (the MCP chapter: ask for the union)."""
+    merged = (held or "").split()
+    merged += [s for s in dict.fromkeys(wanted.split()) if s not in merged]
+    return " ".join(merged)
+
+
 class UpstreamAuth(httpx.Auth):
     """An httpx auth flow for one upstream server, over the home's `TokenStore`."""
+
+    requires_request_body = True  # a step-up sends the request again
 
     def __init__(self, server: str, home: Path, store: TokenStore | None = None) -> None:
         self.server = server
@@ -129,7 +170,43 @@ class UpstreamAuth(httpx.Auth):
         request.headers.update(grant.headers)
         if grant.access_token:
             request.headers["Authorization"] = f"Bearer {grant.access_token}"
-        yield request
+        response = yield request
+        wanted = insufficient_scope(response)
+        if wanted is None:
+            return
+        scope = union_scopes(grant.scope, wanted)
+        who = None if key in (OWNER, SERVICE) else principal
+        if grant.kind != "service":
+            if grant.kind == "static":
+                raise TransportError(f"upstream {self.server!r} needs scope {wanted!r} for this call, which its "
+                                     "static credential lacks")
+            self.store.put(self.server, key, dataclasses.replace(grant, step_up=scope))
+            log.warning("[%s] the server asks for scope %r: a login is needed", self.server, scope)
+            raise LoginRequired(self.server, who, f"the server asked for {wanted!r}", scope=scope)
+        if set(scope.split()) <= set((grant.scope or "").split()):
+            raise TransportError(f"upstream {self.server!r} refuses the service credential's scope {grant.scope!r} "
+                                 f"(it asks for {wanted!r})")
+        grant = await self._widen(key, grant, scope)
+        request.headers["Authorization"] = f"Bearer {grant.access_token}"
+        response = yield request
+        if insufficient_scope(response) is not None:
+            raise TransportError(f"upstream {self.server!r} needs scope {scope!r}; the authorization server granted "
+                                 f"the service credential {grant.scope!r}")
+
+    async def _widen(self, key: str, grant: Grant, scope: str) -> Grant:
+        """A client-credentials grant for `scope` (a service's step-up), stored for every later request."""
+        async with self._renewing.setdefault(key, asyncio.Lock()):
+            current = self.store.get(self.server, key) or grant
+            if set(scope.split()) <= set((current.scope or "").split()):
+                return current  # another request widened it meanwhile
+            try:
+                fresh = await renew(dataclasses.replace(current, scope=scope))
+            except RenewalFailed as exc:
+                raise TransportError(f"upstream {self.server!r} needs scope {scope!r}, which the service credential "
+                                     f"could not get: {exc}") from exc
+            self.store.put(self.server, key, fresh)
+            log.info("[%s] service credential widened to scope %r", self.server, fresh.scope)
+            return fresh
 
     async def _renew(self, key: str, grant: Grant, principal: str | None) -> Grant:
         lock = self._renewing.setdefault(key, asyncio.Lock())
@@ -221,8 +298,10 @@ __all__ = [
     "acting_for",
     "current_principal",
     "grant_from_response",
+    "insufficient_scope",
     "login_command",
     "register_upstream_auth",
     "renew",
+    "union_scopes",
     "use_home",
 ]

@@ -28,6 +28,7 @@ from typing import Any
 import httpx2
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth.utils import union_scopes
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -67,6 +68,21 @@ class _Held:
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self.client = client_info
+
+
+class _Provider(OAuthClientProvider):
+    """The SDK's provider, asking for the scopes `--scope` names as well as those the server's challenge
+    names (the SDK's scope selection takes the challenge's alone, so a step-up login would get no
+    more than the grant it replaces)."""
+
+    def __init__(self, *args: Any, wanted: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._wanted = wanted
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        if self._wanted:
+            self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, self._wanted)
+        return await super()._perform_authorization()
 
 
 @dataclass(frozen=True)
@@ -210,8 +226,8 @@ async def login(server: str, url: str, store: TokenStore, options: LoginOptions,
                 raise LoginFailed("the authorization response carried no code")
             return AuthorizationCodeResult(code=result.code, state=result.state, iss=result.iss)
 
-        provider = OAuthClientProvider(url, metadata, held, redirect_handler=redirect, callback_handler=answer,
-                                       client_metadata_url=options.client_metadata_url)
+        provider = _Provider(url, metadata, held, redirect_handler=redirect, callback_handler=answer,
+                             client_metadata_url=options.client_metadata_url, wanted=options.scope)
         await _run(url, provider, held)
     grant = _grant(provider, held, "user", options.scope)
     store.put(server, options.principal, grant)

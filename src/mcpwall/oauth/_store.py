@@ -67,6 +67,9 @@ class Grant:
     client: dict[str, Any] = field(default_factory=dict)
     #: further headers sent with the token (a static credential's X-Api-Key...)
     headers: dict[str, str] = field(default_factory=dict)
+    #: the scopes a login must ask for, set when the server answered a call `insufficient_scope`
+    #: (MCP step-up: what the grant had and what the server asked for); a new login clears it
+    step_up: str | None = None
 
     def expires_within(self, seconds: float, now: float | None = None) -> bool:
         return self.expires_at is not None and (now if now is not None else time.time()) + seconds >= self.expires_at
@@ -74,7 +77,8 @@ class Grant:
     def summary(self) -> dict[str, Any]:
         """The parts that are no secret (for the index, status and the dashboard)."""
         return {"kind": self.kind, "expires_at": self.expires_at, "scope": self.scope, "issuer": self.issuer,
-                "refreshable": bool(self.refresh_token) or self.kind == "service"}
+                "refreshable": bool(self.refresh_token) or self.kind == "service",
+                **({"step_up": self.step_up} if self.step_up else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Grant:
@@ -303,9 +307,12 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def authorization_state(summary: dict[str, Any] | None, now: float | None = None) -> str:
-    """A grant's state as `status` shows it: "none", "authorized until T" or "login required"."""
+    """A grant's state as `status` shows it: "none", "authorized until T", "login required", or "login
+    needed for scope S" (the server asked for more than the grant holds)."""
     if summary is None:
         return "none"
+    if summary.get("step_up"):
+        return f"login needed for scope {summary['step_up']}"
     expires = summary.get("expires_at")
     now = time.time() if now is None else now
     if isinstance(expires, int | float) and expires <= now and not summary.get("refreshable"):
@@ -326,7 +333,8 @@ def server_authorization(held: dict[str, dict[str, Any]] | None, last_error: str
     if last_error and "requires authorization" in last_error:
         state = "login required"
     return {"state": state, "principals": {p: authorization_state(s, now) for p, s in sorted(held.items())
-                                           if p not in (OWNER, SERVICE)}}
+                                           if p not in (OWNER, SERVICE)},
+            **({"step_up": own["step_up"]} if own and own.get("step_up") else {})}
 
 
 __all__ = ["KEY_DIR_ENV", "OWNER", "SERVICE", "Grant", "TokenStore", "TokenStoreError", "authorization_state", "key_dir", "server_authorization"]
