@@ -109,6 +109,27 @@ def _command_facts(words: list[str], out: list[Fact], depth: int = 0) -> None:
     _env_reads(program, args, out)
 
 
+#: Names a line gives a value itself (`V=...`, `export V=`, `read V`, `printf -v V`, `for V in`).
+_ASSIGNED = re.compile(r"(?:^|[;&|(\s])(?:(?:export|declare|typeset|local|readonly)\s+(?:-\w+\s+)*)?"
+                       r"([A-Za-z_][A-Za-z0-9_]*)\+?=|\bfor\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\b"
+                       r"|\bread\s+(?:-\S+\s+)*([A-Za-z_][A-Za-z0-9_]*)|\bprintf\s+-v\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _own_variables(text: str) -> set[str]:
+    """The variables `text` assigns before it first reads them: `V=$(git describe); echo "$V"` prints the
+    line's own value, not the environment (what the value is made of is read where it is: `_shell_expand`
+    gives `K=$AWS_SECRET; echo $K` as `echo $AWS_SECRET`)."""
+    own: set[str] = set()
+    for m in _ASSIGNED.finditer(text):
+        name = next(g for g in m.groups() if g)
+        if name in own:
+            continue
+        use = min((i for i in (text.find("$" + name), text.find("${" + name)) if i >= 0), default=-1)
+        if use < 0 or m.start() < use:
+            own.add(name)
+    return own
+
+
 #: Programs that list every process or connection, and the filters that keep the lines naming one thing.
 _LISTINGS = frozenset({"ps", "netstat", "ss", "lsof"})
 _FILTERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})
@@ -130,6 +151,10 @@ def command_facts(text: str) -> list[Fact]:
             if then and basename(then[0]) in _FILTERS and any(not w.startswith("-") for w in then[1:]):
                 out[start:] = [(k, f"{t} | {' '.join(then)}") if k == PROGRAMS and t.split(" ", 1)[0] in _LISTINGS
                                else (k, t) for k, t in out[start:]]
+    if "=" in text or "read" in text or "for" in text:
+        own = _own_variables(text)
+        if own:
+            out = [f for f in out if f[0] != ENV or f[1] not in own]
     return out
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+from mcpwall.policy._shell_expand import expand, may_expand
+
 #: A text without any of these is split by whitespace only, and that is matched already.
 _SHELLISH = re.compile(r"[\"'\\;|&\n`$(){}]|(?:^|\s)\S*/\S*\s|(?<!:)//|/\.|^\s|^[A-Za-z_][A-Za-z0-9_]*="
                        r"|(?:^|\s)(?:command|builtin|exec|nohup|time|env|nice|stdbuf|timeout|setsid|xargs)\s")
@@ -85,14 +87,17 @@ _ANSI_C = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v"
 class _Lexer:
     """One pass over a command text: words of the current command, finished commands."""
 
-    __slots__ = ("commands", "depth", "lines", "text")
+    __slots__ = ("commands", "depth", "lines", "subs", "text")
 
-    def __init__(self, text: str, depth: int, commands: list[list[str]], lines: list[str]) -> None:
+    def __init__(self, text: str, depth: int, commands: list[list[str]], lines: list[str],
+                 subs: dict[str, str] | None = None) -> None:
         self.text = text
         self.depth = depth
         self.commands = commands
         #: Whole lines of the scripts that `sh -c` runs (the top-level line is `run`'s result).
         self.lines = lines
+        #: Each command substitution as a word shows it (`$(echo x | base64 -d)`) -> its source text.
+        self.subs: dict[str, str] = {} if subs is None else subs
 
     def run(self, start: int = 0, close: str = "") -> tuple[int, list[str]]:
         """Lex from `start` until `close` (unquoted) or the end.
@@ -163,7 +168,7 @@ class _Lexer:
                     if self.depth >= _MAX_NESTING:
                         i = n
                         continue
-                    i, inner = _Lexer(text, self.depth + 1, self.commands, self.lines).run(i, ")")
+                    i, inner = _Lexer(text, self.depth + 1, self.commands, self.lines, self.subs).run(i, ")")
                     line += ["(", *inner, ")"]
                 elif op != "\n":
                     line.append(op)
@@ -238,8 +243,12 @@ class _Lexer:
         """A substitution: its commands run, so they are commands of their own; the word shows it as `$(...)`."""
         if self.depth >= _MAX_NESTING:
             return len(self.text)
-        end, inner = _Lexer(self.text, self.depth + 1, self.commands, self.lines).run(i, close)
-        word.append(f"{kind}({' '.join(inner)})")
+        end, inner = _Lexer(self.text, self.depth + 1, self.commands, self.lines, self.subs).run(i, close)
+        rendered = f"{kind}({' '.join(inner)})"
+        if kind == "$":
+            closed = self.text.startswith(close, end - len(close)) and end - len(close) >= i
+            self.subs.setdefault(rendered, self.text[i:end - len(close)] if closed else self.text[i:end])
+        word.append(rendered)
         return end
 
     def _end_word(self, words: list[str], line: list[str], word: list[str], has_word: bool, quoted: bool) -> bool:
@@ -270,7 +279,7 @@ class _Lexer:
                 if "c" in flag[1:] and flag[1:2] != "-":
                     if words[j + 1].lstrip()[:1] in ("|", "&", ";", ")"):
                         break  # a syntax error: the shell runs nothing of it
-                    _, inner = _Lexer(words[j + 1], self.depth + 1, self.commands, self.lines).run()
+                    _, inner = _Lexer(words[j + 1], self.depth + 1, self.commands, self.lines, self.subs).run()
                     self.lines.append(" ".join(inner))
                     break
 
@@ -371,8 +380,21 @@ def simple_commands(text: str) -> list[list[str]]:
         if not any(w.rpartition("/")[2] in SHELLS for w in words):  # `bash -c x`: its script is a command too
             return [words] if words else []
     commands: list[list[str]] = []
-    _Lexer(text, 0, commands, []).run()
+    lexer = _Lexer(text, 0, commands, [])
+    lexer.run()
+    if may_expand(text):
+        commands += expand(commands, lexer.subs, _relex, _program_start)[0]
     return commands
+
+
+def _relex(text: str) -> tuple[list[list[str]], list[str], dict[str, str]]:
+    """`text`'s simple commands, its whole lines (its own and its `sh -c` scripts') and substitutions, for
+    `_shell_expand` (the text an expansion gives)."""
+    commands: list[list[str]] = []
+    lines: list[str] = []
+    lexer = _Lexer(text, 1, commands, lines)
+    _, line = lexer.run()
+    return commands, [" ".join(line), *lines], lexer.subs
 
 
 def _command_texts(text: str) -> tuple[str, ...]:
@@ -393,6 +415,11 @@ def _command_texts(text: str) -> tuple[str, ...]:
         lexer._end_command(words)
     else:
         _, line = lexer.run()
+    if may_expand(text):
+        # what the line's variables, aliases, eval and computable substitutions stand for (`_shell_expand`)
+        expanded, scripts = expand(commands, lexer.subs, _relex, _program_start)
+        commands += expanded
+        lines += scripts
     joined = " ".join(line)
     seen: dict[str, None] = {joined: None}
     if "/" in joined:
