@@ -11,6 +11,9 @@
     POST /api/grants/{id}/revoke           (also DELETE /api/grants/{id})
     GET  /api/pins[?server=S]              tool-definition pins and their state (a pending change with its diff)
     POST /api/pins/accept                  {"server", "kind", "name", "hash"}: the pending definition becomes the pin
+    POST /api/servers/{name}/login         {"scope"?}: start the owner's OAuth login of a remote upstream
+                                           -> {"server", "authorize": URL to open} (`_upstream_login`)
+    GET  /api/servers/{name}/login         {"server", "state"}: none, waiting..., authorized, login failed: ...
     GET  /api/servers                      servers, risk level, circuit, tools, pin state
     GET  /api/status                       policy (revision, mode, refused or held reload) and ledger integrity
     POST /api/ledger/verify                check the ledger's chain now (`verify-audit`)
@@ -35,6 +38,7 @@ from mcpwall.approvals import ApprovalError, mask_secrets
 from mcpwall.dashboard._auth import Principal, Refusal
 from mcpwall.dashboard._console import PinRefused
 from mcpwall.dashboard._timeline import MAX_EVENTS, sessions, timeline
+from mcpwall.dashboard._upstream_login import LoginRefused
 from mcpwall.errors import InternalError, MCPWallError
 from mcpwall.ledger import LedgerQuery, parse_time
 
@@ -101,7 +105,7 @@ class Api:
             return await self._route(request, request.method, parts, who)
         except HttpError as exc:
             return json_response({"error": str(exc)}, exc.status)
-        except (ApprovalError, PinRefused) as exc:
+        except (ApprovalError, PinRefused, LoginRefused) as exc:
             return json_response({"error": str(exc)}, exc.status)
         except (MCPWallError, ValueError) as exc:
             if isinstance(exc, InternalError) and not isinstance(exc, ValueError):
@@ -132,6 +136,8 @@ class Api:
                 return json_response(self._pins(request.query_params.get("server")))
             if parts == ["servers"]:
                 return json_response({"servers": await asyncio.to_thread(d.console.servers), "mode": d.console.mode})
+            if len(parts) == 3 and parts[0] == "servers" and parts[2] == "login" and d.upstream_logins is not None:
+                return json_response({"server": parts[1], "state": d.upstream_logins.last.get(parts[1], "none")})
             if parts == ["status"]:
                 return json_response(await self._status())
             if parts == ["sessions"]:
@@ -148,6 +154,8 @@ class Api:
                 return json_response(d.console.revoke(parts[1]))
             if parts == ["simulate"]:
                 return json_response(d.console.simulate(await read_json(request)))
+            if len(parts) == 3 and parts[0] == "servers" and parts[2] == "login":
+                return json_response(await self._upstream_login(request, parts[1]))
             if parts == ["pins", "accept"]:
                 return json_response(await self._accept_pin(request))
             if parts == ["ledger", "verify"]:
@@ -164,6 +172,15 @@ class Api:
         if policy is not None:
             policy = {**policy, "last_error": mask_secrets(policy.get("last_error"))}
         return {"mode": self.d.console.mode, "policy": policy, "ledger": self.d.integrity.status()}
+
+    async def _upstream_login(self, request: Request, name: str) -> dict[str, Any]:
+        logins = self.d.upstream_logins
+        if logins is None:
+            raise HttpError(404, "upstream logins are the gateway's: this dashboard has no upstreams")
+        scope = (await read_json(request)).get("scope")
+        if scope is not None and not isinstance(scope, str):
+            raise HttpError(400, "scope must be a string of space-separated scopes")
+        return await logins.start(name, scope or None)
 
     async def _accept_pin(self, request: Request) -> dict[str, Any]:
         body = await read_json(request)

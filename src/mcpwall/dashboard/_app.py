@@ -24,6 +24,7 @@ from mcpwall.dashboard._auth import COOKIE, Guard, Principal, Refusal, SessionSt
 from mcpwall.dashboard._console import Console
 from mcpwall.dashboard._feed import Feed
 from mcpwall.dashboard._integrity import Integrity
+from mcpwall.dashboard._upstream_login import UpstreamLogins
 from mcpwall.dashboard._views import PATHS, SECURITY_HEADERS, login_page, page
 from mcpwall.stages.auth import AuthStage
 
@@ -58,6 +59,9 @@ class Dashboard:
         self.feed = Feed(console)
         self.integrity = Integrity(console)
         self.secure_cookie = secure_cookie
+        gateway = getattr(console, "gateway", None)
+        #: the OAuth logins of upstreams the servers page starts (a gateway's dashboard only)
+        self.upstream_logins = UpstreamLogins(gateway) if gateway is not None else None
         self.api = Api(self)
         routes = [
             Route("/ui", self._to_overview, methods=["GET"]),
@@ -78,6 +82,8 @@ class Dashboard:
     async def close(self) -> None:
         await self.feed.close()
         await self.integrity.close()
+        if self.upstream_logins is not None:
+            await self.upstream_logins.close()
 
     # ------------------------------------------------------------------ pages
 

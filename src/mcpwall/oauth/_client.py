@@ -194,8 +194,10 @@ def _previous_client(store: TokenStore, server: str, principal: str) -> OAuthCli
 
 
 async def login(server: str, url: str, store: TokenStore, options: LoginOptions,
-                say: Callable[[str], None]) -> Grant:
-    """Run the person's login for `server` at `url` and store the grant for `options.principal`."""
+                say: Callable[[str], None], authorize: Callable[[str], None] | None = None) -> Grant:
+    """Run the person's login for `server` at `url` and store the grant for `options.principal`.
+    `authorize` is given the authorization URL instead of the browser and `say` (the dashboard's
+    login hands it to the person's page)."""
     if options.device:
         grant = await device_login(url, _previous_client(store, server, options.principal), options, say)
         store.put(server, options.principal, grant)
@@ -215,7 +217,10 @@ async def login(server: str, url: str, store: TokenStore, options: LoginOptions,
                 token_endpoint_auth_method="client_secret_basic" if options.client_secret else "none")
 
         async def redirect(authorization_url: str) -> None:
-            show_authorization_url(authorization_url, browser=options.browser, say=say)
+            if authorize is not None:
+                authorize(authorization_url)
+            else:
+                show_authorization_url(authorization_url, browser=options.browser, say=say)
 
         async def answer() -> AuthorizationCodeResult:
             result = await callback.wait(options.timeout_s)

@@ -396,10 +396,41 @@
 
   // ------------------------------------------------------------------ servers
   // an upstream's OAuth state (docs/AUTH.md), and the command that logs the gateway in when one is needed
-  function authState(a) {
+  const loginNotes = {};
+  function authState(a, name) {
     if (!a || a.state === "none") return "";
-    const text = a.login ? "login required: run " + a.login : a.state;
-    return el("div", { class: a.login ? "error auth-state" : "hint auth-state", text: text });
+    const text = a.login ? (a.step_up ? a.state : "login required") + ": run " + a.login : a.state;
+    const box = el("div", { class: a.login ? "error auth-state" : "hint auth-state", text: text });
+    if (!a.login) return box;
+    const note = el("div", { class: "note", "data-login-note": name, text: loginNotes[name] || "" });
+    const button = el("button", { class: "approve", "data-action": "upstream-login", text: "Log in",
+      on: { click: async () => {
+        button.disabled = true;
+        try {
+          const r = await api("/api/servers/" + encodeURIComponent(name) + "/login", { method: "POST", body: {} });
+          const link = el("a", { href: r.authorize, "data-action": "authorize", text: "Open the authorization page" });
+          link.target = "_blank";
+          link.rel = "noopener noreferrer";
+          loginNotes[name] = "log in on the authorization page: this page updates when the gateway holds the grant";
+          note.replaceChildren(link, " ", loginNotes[name]);
+          window.open(r.authorize, "_blank", "noopener");
+          watchLogin(name);
+        } catch (e) { note.textContent = e.message; note.className = "note error"; button.disabled = false; }
+      } } });
+    return el("div", {}, box, el("div", { class: "actions" }, button), note);
+  }
+
+  // the login the gateway runs ends when the authorization server redirects back to it
+  async function watchLogin(name) {
+    for (let i = 0; i < 200; i++) {
+      await new Promise((done) => setTimeout(done, 1500));
+      const s = await api("/api/servers/" + encodeURIComponent(name) + "/login");
+      if (s.state === "authorized" || s.state.startsWith("login failed")) {
+        loginNotes[name] = s.state === "authorized" ? "" : s.state;
+        await servers();
+        return;
+      }
+    }
   }
 
   async function servers() {
@@ -412,7 +443,7 @@
       return el("tr", { "data-server": x.name },
         el("td", {}, el("b", { text: x.name })),
         el("td", {}, el("span", { class: "state s-" + x.state, text: x.state }),
-          authState(x.authorization)),
+          authState(x.authorization, x.name)),
         el("td", { text: x.circuit || "–" }),
         el("td", {}, el("span", { class: "risk r-" + (risk.level || "unknown"), text: (risk.level || "unknown") +
           (risk.score !== undefined ? " (" + risk.score + ")" : "") }),
