@@ -16,14 +16,18 @@ directly: no npm server here expands variables).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from mcpwall.security.selfguard import ProtectedSet, server_env
-from tests.proxy.harness import GatewayProcess, filesystem
+from tests.proxy.harness import MCPWALL, GatewayProcess, filesystem, write_servers
 from tests.proxy.test_self_protection_review import refused
 from tests.security.review_helpers import Caller
 
@@ -94,3 +98,31 @@ def test_variables_are_expanded_with_the_servers_own_env(tmp_path: Path) -> None
         assert guard.check(args, (str(tmp_path),), mutating=True, env=env) is not None, args
         assert guard.check(args, (str(tmp_path),), mutating=True) is None, args  # the gateway's own env: elsewhere
     assert guard.check({"command": "cat $DATA/ws/notes.txt"}, (str(tmp_path),), env=env) is None
+
+
+@pytest.mark.anyio
+async def test_the_stdio_frontend_decides_the_same_issue_22(tmp_path: Path) -> None:
+    """`mcpwall proxy --stdio`, the official SDK's stdio client: the server's `~` is refused there too."""
+    (tmp_path / "gateway-user").mkdir()
+    (tmp_path / "p").mkdir()
+    home = tmp_path / "p" / ".mcpwall"
+    home.mkdir()
+    (home / "policy.yaml").write_text(ALLOW_ALL)
+    servers = write_servers(home / "servers.json",
+                            {"fs": {**filesystem(tmp_path), "env": {"HOME": str(tmp_path / "p")}}})
+    params = StdioServerParameters(command=MCPWALL, args=["proxy", "--stdio", "--home", str(home),
+                                                          "--servers", str(servers)],
+                                   env={**os.environ, "HOME": str(tmp_path / "gateway-user")})
+    let_through = []
+    async with Client(params, mode="legacy") as client:
+        for tool, args in [("fs__read_text_file", {"path": "~/.mcpwall/policy.yaml"}),
+                           ("fs__read_text_file", {"path": "~/.mcpwall/run/gateway.token"}),
+                           ("fs__move_file", {"source": "~/.mcpwall", "destination": str(tmp_path / "gone")})]:
+            try:
+                await client.call_tool(tool, args)
+                let_through.append(tool)
+            except MCPError as exc:
+                assert exc.error.code == -32001, exc
+                assert "mcpwall.self-protection" in str(exc.error.data), exc
+    assert let_through == []
+    assert not (tmp_path / "gone").exists()
