@@ -113,16 +113,12 @@ async def test_the_stdio_frontend_decides_the_same_issue_22(tmp_path: Path) -> N
     params = StdioServerParameters(command=MCPWALL, args=["proxy", "--stdio", "--home", str(home),
                                                           "--servers", str(servers)],
                                    env={**os.environ, "HOME": str(tmp_path / "gateway-user")})
-    let_through = []
     async with Client(params, mode="legacy") as client:
         for tool, args in [("fs__read_text_file", {"path": "~/.mcpwall/policy.yaml"}),
                            ("fs__read_text_file", {"path": "~/.mcpwall/run/gateway.token"}),
                            ("fs__move_file", {"source": "~/.mcpwall", "destination": str(tmp_path / "gone")})]:
-            try:
+            with pytest.raises(MCPError) as refused_call:
                 await client.call_tool(tool, args)
-                let_through.append(tool)
-            except MCPError as exc:
-                assert exc.error.code == -32001, exc
-                assert "mcpwall.self-protection" in str(exc.error.data), exc
-    assert let_through == []
+            assert refused_call.value.error.code == -32001, tool
+            assert "mcpwall.self-protection" in str(refused_call.value.error.data), tool
     assert not (tmp_path / "gone").exists()
