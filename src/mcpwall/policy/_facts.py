@@ -34,6 +34,7 @@ from mcpwall.policy._calls import (
     tool_flags,
 )
 from mcpwall.policy._host import is_host_key
+from mcpwall.policy._realpath import CachedRealpath
 from mcpwall.policy._resolve import HostResolver
 from mcpwall.policy._shell import SHELLS
 from mcpwall.policy._spelling import PLAIN, spelled_cache
@@ -364,29 +365,6 @@ def _response_texts(result: Any) -> tuple[str, ...]:
     walker = _Walker(None, None, facts=False)
     walker.walk(result, "", "", 0)
     return tuple(v.raw for v in walker.values if v.key not in ("type", "mimeType"))
-
-
-class CachedRealpath:
-    """`os.path.realpath` with a short-lived cache: symlinks change rarely, calls repeat often."""
-
-    def __init__(self, ttl: float = 2.0, size: int = 32768) -> None:
-        self._ttl = ttl
-        self._size = size
-        self._cache: dict[str, tuple[float, str]] = {}
-
-    def __call__(self, path: str) -> str:
-        now = time.monotonic()
-        hit = self._cache.get(path)
-        if hit is not None and now - hit[0] < self._ttl:
-            return hit[1]
-        try:
-            real = os.path.realpath(path)
-        except (OSError, ValueError):
-            real = path
-        if len(self._cache) >= self._size:
-            self._cache.clear()
-        self._cache[path] = (now, real)
-        return real
 
 
 _default_realpath: Final = CachedRealpath()
