@@ -39,17 +39,28 @@ _PARAMS = frozenset({"resources/read", "resources/subscribe", "completion/comple
 
 
 def server_dirs(spec: Any) -> tuple[str, ...]:
-    """Where the upstream resolves a relative path: its cwd, the directories it was given, its roots."""
+    """Where the upstream resolves a relative path: its cwd, the directories it was given, its roots.
+
+    The directories are read as the server reads its own argv: a relative one against its cwd
+    (`server-filesystem sub` run in /project allows /project/sub), `~` with the server's own
+    $HOME (its `env`) as well as the gateway's."""
     out: list[str] = []
     cwd = getattr(spec, "cwd", None)
-    out.append(os.path.abspath(os.path.expanduser(cwd)) if cwd else os.getcwd())
+    here = os.path.abspath(os.path.expanduser(cwd)) if cwd else os.getcwd()
+    out.append(here)
+    env = getattr(spec, "env", None) or {}
+    homes = [h for h in (env.get("HOME"), os.path.expanduser("~")) if isinstance(h, str) and h]
     for arg in [*(getattr(spec, "args", None) or ()), *(getattr(spec, "roots", None) or ())]:
         text = str(arg)
         if text.startswith("file://"):
             text = text[7:]
-        text = os.path.expanduser(text)
-        if text.startswith("/") and os.path.isdir(text):
-            out.append(text)
+        if text == "~" or text.startswith("~/"):
+            forms = [h + text[1:] for h in homes]
+        elif text and not text.startswith("-"):
+            forms = [os.path.join(here, text)]  # an absolute one stays as it is
+        else:
+            forms = []
+        out.extend(os.path.normpath(f) for f in forms if os.path.isdir(f))
     out.append(os.getcwd())  # ProtectedSet.check adds it anyway: here it costs nothing per call
     return tuple(dict.fromkeys(out))
 
