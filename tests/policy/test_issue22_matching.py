@@ -197,14 +197,26 @@ LOCAL_NAMES = _local_names()
 
 class TestHostNamesAreResolvedForTheNetworkRules:
     @pytest.mark.skipif(not LOCAL_NAMES, reason="no host name of this machine resolves to a local address")
-    @pytest.mark.parametrize("template", ["http://{}/", "http://{}:9420/api/admin", "https://{}.:8443/x",
-                                          "redis://{}:6379/0", "http://user@{}/", "HTTP://{}/"])
+    # Loopback is refused where a request to it is SSRF-shaped (a privileged port or none, an admin API,
+    # a cross-protocol port, a smuggling scheme), and so is the machine's own name (issue 25 decided that a
+    # developer's own server on an unprivileged port is not stopped; docs/POLICY.md "Loopback and SSRF").
+    @pytest.mark.parametrize("template", ["http://{}/", "http://{}:9420/api/admin", "https://{}.:10250/pods",
+                                          "http://{}:6379/0", "http://user@{}/", "HTTP://{}/",
+                                          "gopher://{}:6379/_"])
     def test_the_machines_own_names_are_denied_like_loopback_issue_22(self, template: str) -> None:
         for name in LOCAL_NAMES:
             url = template.format(name.upper() if "HTTP" in template else name)
             d = decide(OPEN, "fetch", {"url": url})
             assert d.action == "deny", (url, d)
             assert {"block-private-network", "block-local-addresses"} & set(d.rule_ids), d
+
+    @pytest.mark.skipif(not LOCAL_NAMES, reason="no host name of this machine resolves to a local address")
+    def test_the_machines_own_name_on_a_developers_port_is_decided_as_its_address(self) -> None:
+        for name in LOCAL_NAMES:
+            for port in ("3000", "8080"):
+                by_name = decide(OPEN, "fetch", {"url": f"http://{name}:{port}/"})
+                by_address = decide(OPEN, "fetch", {"url": f"http://127.0.0.1:{port}/"})
+                assert (by_name.action, by_name.rule_ids) == (by_address.action, by_address.rule_ids)
 
     @pytest.mark.skipif(not LOCAL_NAMES, reason="no host name of this machine resolves to a local address")
     def test_a_host_argument_naming_the_machine_is_denied(self) -> None:

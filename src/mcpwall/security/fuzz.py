@@ -55,7 +55,7 @@ def _corpus() -> tuple[Payload, ...]:
         ("sensitive-file", "filePath", ("/etc/shadow", "/ETC/SHADOW", "//etc//shadow", "/etc/./shadow",
                                         "~/.ssh/id_rsa", "$HOME/.aws/credentials", "/proc/self/environ",
                                         "C:\\Windows\\System32\\config\\SAM", "/workspace/.env")),
-        ("loopback-or-metadata", "host", ("127.0.0.1", "http://127.0.0.1:8080/admin", "http://localhost/",
+        ("loopback-or-metadata", "host", ("127.0.0.1", "http://127.0.0.1:2375/containers/json", "http://localhost/",
                                           "http://[::1]/", "http://0x7f000001/", "http://2130706433/",
                                           "http://127.1/", "http://0.0.0.0:22/", "0.0.0.0",
                                           "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
