@@ -452,7 +452,7 @@ class ProtectedSet:
                  env: ServerEnv) -> tuple[str, str] | None:
         for spelling in self.spellings(text, env):
             if spelling.startswith("/"):
-                candidates: Iterable[str] = (spelling,)
+                candidates: Iterable[str] = (spelling,) if "proc" not in spelling else _proc_views(spelling, bases)
             elif spelling.startswith("~") or "://" in spelling:
                 continue
             else:
@@ -497,6 +497,28 @@ class ProtectedSet:
         except _Found as found:
             return found.finding
         return None
+
+
+#: A process's view of the file system through procfs: `/proc/self/cwd`, `/proc/thread-self/root`,
+#: `/proc/self/task/TID/cwd`, `/proc/PID/cwd`. `self` is the server, not the gateway, whose
+#: realpath of it names the gateway's own cwd.
+_PROC_LINK = re.compile(r"^/+proc/+(?:self|thread-self|[0-9]+)(?:/+task/+[0-9]+)?/+(cwd|root)(?=/|$)")
+
+
+def _proc_views(path: str, bases: tuple[str, ...]) -> list[str]:
+    """`path`, and what it names for a server whose cwd is one of `bases` when it goes through a
+    process's procfs links (as written, and with `.`/`//` removed first as Node does)."""
+    out = [path]
+    for form in (path, _lexical(path)):
+        m = _PROC_LINK.match(form)
+        if m is None:
+            continue
+        rest = form[m.end():]
+        if m.group(1) == "root":
+            out.append("/" + rest.lstrip("/"))
+        else:
+            out.extend(base + rest for base in bases)
+    return out
 
 
 def _parents(path: str) -> list[str]:
