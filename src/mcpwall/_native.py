@@ -34,7 +34,7 @@ from pathlib import Path
 MODULES: dict[str, tuple[str, ...]] = {
     "mcpwall.policy": ("_plan", "_evaluate", "_facts", "_spelling", "_match", "_compile", "_decision",
                        "_calls", "_calls_args", "_calls_files", "_calls_net", "_calls_secrets", "_calls_shell",
-                       "_shell", "_normalize", "_url", "_host", "_realpath"),
+                       "_shell", "_shell_expand", "_normalize", "_url", "_host", "_realpath"),
 }
 #: C and C++ extensions built next to them when their compiler and headers are there (module -> source
 #: under src/mcpwall); each is optional: without it the code that uses it takes its Python path.

@@ -31,6 +31,8 @@ _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)", re.S)
 _REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])([^}]*)|:(-?\d+)(?::(\d+))?)?\}|([A-Za-z_][A-Za-z0-9_]*))")
 _DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"})
+#: Programs that assign, alias or run their arguments as a script: read even without a `$`.
+_SPECIAL = _DECLARE | _SHELLS | {"alias", "read", "printf", "eval"}
 #: A text that nothing here can change: no variable, substitution, alias or eval.
 _SCREEN = re.compile(r"\$|`|\balias\b|\beval\b|<<<")
 #: How deep an expansion may lead to another, how many commands one text may expand, how long a value is kept.
@@ -169,6 +171,9 @@ def static_output(source: str, relex: Relex) -> str | None:
     decoders. None for anything else (a command whose output is not in the text)."""
     if any(c in source for c in ";&\n`") or "$(" in source or len(source) > _MAX_VALUE:
         return None
+    head = source.lstrip().partition(" ")[0].rpartition("/")[2]
+    if head not in ("echo", "printf") and "<<<" not in source:
+        return None  # output that comes from elsewhere (`$(date)`, `$(curl ...)`): not known here
     stages, _, _ = relex(source)
     if not stages or len(stages) != source.count("|") + 1:
         return None
@@ -214,7 +219,7 @@ class _Expander:
                     value = self.outputs[rendered]
                     if value is not None:
                         out = out.replace(rendered, value)
-        if "$" in out:
+        if "$" in out and (self.env or "${" in out):
             out = _REF.sub(self._ref, out)
         return out if out != word else None
 
@@ -275,6 +280,9 @@ class _Expander:
         if start >= len(words):
             return None
         program = words[start].rpartition("/")[2]
+        if (program not in _SPECIAL and words[start] not in self.aliases
+                and not any("$" in w for w in words)):
+            return None  # most commands: nothing to expand (a screen before the work below)
         args = words[start + 1 :]
         if program in _DECLARE:
             for word in args:
