@@ -206,6 +206,8 @@ class ProtectedSet:
         self.dirs: tuple[tuple[str, str], ...] = tuple(dirs.items())
         self.files: dict[str, str] = dict(files)
         self.user_home = user_home
+        #: the gateway's process: its /proc entries hold its environment ($MCPWALL_TOKEN), memory, fds
+        self.pid = os.getpid()
         self.cwd = cwd or os.getcwd()
         self._realpath = CachedRealpath(ttl=_TTL, size=8192)
         self._covered: dict[tuple[str, bool], tuple[float, tuple[str, str] | None]] = {}
@@ -317,8 +319,13 @@ class ProtectedSet:
             if ".." in path:
                 forms.add(self._realpath(lexical))  # as Node's path.resolve does first
         result: tuple[str, str] | None = None
+        # `/proc/self` written is the server's process: the gateway's realpath of it names the gateway's own
+        theirs = _PROC_SELF.match(lexical) is not None
         for form in forms:
             folded = _fold(form)
+            if folded.startswith("/proc/") and not (theirs and form != lexical) and self._own_process(folded):
+                result = ("the gateway's own process (its environment, memory and open files)", form)
+                break
             hit = self._covers_one(folded)
             if hit is not None:
                 result = (hit, form)
@@ -379,6 +386,24 @@ class ProtectedSet:
                     other = self.dir_inodes[ident2]
                     return (f"a path inside a directory of the gateway's under another name ({other})", other)
         return None
+
+    def _own_process(self, folded: str) -> bool:
+        """`/proc/PID/...` of the gateway, or of one of its threads (`/proc/TID/environ` is the
+        process's environment too, though TIDs are not listed in /proc)."""
+        m = _PROC_PID.match(folded)
+        if m is None:
+            return False
+        n = int(m.group(1))
+        if n == self.pid:
+            return True
+        try:
+            with open(f"/proc/{n}/status", "rb") as status:
+                for line in status:
+                    if line.startswith(b"Tgid:"):
+                        return int(line.split()[1]) == self.pid
+        except (OSError, ValueError, IndexError):
+            return False
+        return False
 
     def _covers_one(self, folded: str) -> str | None:
         label = self.files.get(folded)
@@ -502,6 +527,8 @@ class ProtectedSet:
 #: A process's view of the file system through procfs: `/proc/self/cwd`, `/proc/thread-self/root`,
 #: `/proc/self/task/TID/cwd`, `/proc/PID/cwd`. `self` is the server, not the gateway, whose
 #: realpath of it names the gateway's own cwd.
+_PROC_SELF = re.compile(r"^/proc/(?:self|thread-self)(?=/|$)", re.IGNORECASE)
+_PROC_PID = re.compile(r"^/proc/([0-9]{1,10})(?=/|$)")
 _PROC_LINK = re.compile(r"^/+proc/+(?:self|thread-self|[0-9]+)(?:/+task/+[0-9]+)?/+(cwd|root)(?=/|$)")
 
 
