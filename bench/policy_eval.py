@@ -14,9 +14,13 @@ with the thin RE2::Set binding where g++ and libre2-dev were there;
 
 The call stream is varied (thousands of distinct paths, URLs and messages, a
 dozen tools), so caches help only as much as real agent traffic would let them.
-`evaluate` is measured in five passes over the stream (the engine's text cache
-emptied before each), and its median pass is the decisions/s figure; this VM's
-speed varies by 30-60% from one second to the next.
+`evaluate` and `prepare+evaluate` are measured in five passes over the stream
+each (the engine's text caches emptied before each), and the median pass is the
+decisions/s figure; this VM's speed varies by 30-60% from one second to the next.
+(Until 2026-12-02 `prepare+evaluate` was one pass: on the loaded shared machine
+one pass of the same build gave 40,094 and 196,575/s within three minutes.)
+The script runs against older heads too (`PYTHONPATH=<tree>/src`), so two heads
+are compared by the same measurement.
 
 `--binding-ab` instead compares the thin RE2::Set binding with google-re2's
 on the default policy in one process, passes alternating A B B A ..., since
@@ -160,7 +164,8 @@ def run(policy_label: str, policy: CompiledPolicy, calls: list[Call]) -> None:
     measure("evaluate (prepared facts)", lambda f: evaluate(policy, f, ctx), facts,
             lambda items: [evaluate(policy, f, ctx) for f in items], repeat=5, reset=lambda: _clear_texts(policy))
     measure("prepare + evaluate", lambda c: evaluate(policy, prepare(c), ctx), calls,
-            lambda items: [evaluate(policy, prepare(c), ctx) for c in items])
+            lambda items: [evaluate(policy, prepare(c), ctx) for c in items], repeat=5,
+            reset=lambda: _clear_texts(policy))
     measure("reference path (rule by rule)", lambda f: evaluate_slow(policy, f, ctx),
             facts[: max(2000, len(facts) // 10)])
 
