@@ -8,6 +8,7 @@ judge all reason on these facts rather than on raw strings.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -133,14 +134,18 @@ def _inside(path: str, roots: Sequence[str]) -> bool:
     return False
 
 
-def classify(tool: str, arguments: Mapping[str, Any], description: str = "") -> CallFacts:
+@functools.lru_cache(maxsize=4096)
+def _name_facts(tool: str) -> tuple[frozenset[str], bool, bool, bool, bool, bool]:
+    """What a tool's name says (its words; reads, writes, sends, network, shell): asked once per name."""
     ws = words(tool)
-    facts = CallFacts(tool=tool, words=ws)
-    facts.reads = bool(ws & READ)
-    facts.writes = bool(ws & WRITE)
-    facts.sends = (bool(ws & SEND) and not facts.reads) or bool(ws & {"send", "post", "publish", "upload", "forward"})
-    facts.network = bool(ws & NETWORK)
-    facts.shell = bool(ws & SHELL) or ("run" in ws and bool(ws & RUNNABLE))
+    reads = bool(ws & READ)
+    sends = (bool(ws & SEND) and not reads) or bool(ws & {"send", "post", "publish", "upload", "forward"})
+    return ws, reads, bool(ws & WRITE), sends, bool(ws & NETWORK), bool(ws & SHELL) or ("run" in ws and bool(ws & RUNNABLE))
+
+
+def classify(tool: str, arguments: Mapping[str, Any], description: str = "") -> CallFacts:
+    ws, reads, writes, sends, network, shell = _name_facts(tool)
+    facts = CallFacts(tool=tool, words=ws, shell=shell, reads=reads, writes=writes, sends=sends, network=network)
     size = 0
     for _path, key, text in strings(arguments):
         size += len(text)

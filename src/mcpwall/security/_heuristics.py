@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -183,12 +184,23 @@ def evaluate(tool: str, arguments: Mapping[str, Any], description: str = "", fac
     for label, path in facts.sensitive:
         add("sensitive-path", HIGH, f"{label}: {path}")
     for path, key in _keys(arguments):
-        parts = {p.lower() for p in _KEY_PART.findall(key)} | {key.lower()}
-        if parts & _SENSITIVE_KEYS:
+        if _sensitive_key(key):
             add("sensitive-key", LOW, path)
-    if description and _DESC.search(description):
+    if description and _risky_description(description):
         add("description-keyword", LOW, description[:60])
     return sorted(found.values(), key=lambda f: (-f.weight, f.name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _sensitive_key(key: str) -> bool:
+    """Whether an argument's name has a credential's word in it (names repeat: asked once each)."""
+    return bool(({p.lower() for p in _KEY_PART.findall(key)} | {key.lower()}) & _SENSITIVE_KEYS)
+
+
+@functools.lru_cache(maxsize=1024)
+def _risky_description(description: str) -> bool:
+    """Whether a tool's description names a risky verb (a tool's description is asked on every call)."""
+    return _DESC.search(description) is not None
 
 
 def _keys(value: Any, path: str = "", depth: int = 0) -> list[tuple[str, str]]:
