@@ -9,6 +9,7 @@ gateway (`mcpwall proxy`) serves the SDK client.
 - A person's grant (browser login as alice, scope mcp:tools) cannot be widened without them: the
   call fails with the login command for the union, status and the dashboard say so, other tools
   keep working, and after the login the call passes.
+- The dashboard's login (`POST /api/servers/NAME/login`) asks for that union by itself.
 - A service credential is widened by client credentials for the union, once, and kept; a scope
   the authorization server will not give it fails the call clearly after one retry, never more.
 """
@@ -17,16 +18,19 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.oauth.glewlwyd import Glewlwyd
 from tests.oauth.test_upstream_client import (
     Protected,
+    _browser,
     _dashboard_servers,
     _env,
     _run_login,
@@ -149,5 +153,35 @@ async def test_a_service_credential_is_widened_once_by_client_credentials(
         await _refused(gw, "introspect_op")
         assert _refusals(server_log, "introspect_op") == 4  # each call retries once, never more
         assert await _call(gw, "add", {"a": 1, "b": 1}) == "2.0"
+    finally:
+        gw.stop()
+
+
+async def test_the_dashboards_login_asks_for_the_scope_the_server_wanted(
+        glewlwyd: Glewlwyd, protected: Protected, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    await anyio.to_thread.run_sync(lambda: login(home, glewlwyd, protected.url, "alice", "--scope", "mcp:tools"))
+    gw = GatewayProcess(home, {"prot": {"url": protected.url}}, env=_env(home)).start()
+    try:
+        await _refused(gw, "admin_op")
+        async with httpx.AsyncClient(timeout=30, headers=gw.headers) as http:
+            started = await http.post(f"{gw.url}/api/servers/prot/login", json={})
+            assert started.status_code == 200, started.text
+            authorize = started.json()["authorize"]
+            query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(authorize).query))
+            assert query["scope"].split() == UNION.split()
+            # alice consents in her browser and is sent back to the gateway's loopback callback
+            await anyio.to_thread.run_sync(_browser, glewlwyd, authorize, "alice")
+            for _ in range(50):
+                state = (await http.get(f"{gw.url}/api/servers/prot/login")).json()["state"]
+                if state != "waiting for the authorization":
+                    break
+                await anyio.sleep(0.2)
+            assert state == "authorized"
+        grant = _store(home).get("prot", "")
+        assert grant is not None
+        assert grant.scope is not None
+        assert set(grant.scope.split()) == set(UNION.split())
+        assert await _after_new_client(gw, "admin_op") == "admin done with scope mcp:admin mcp:tools"
     finally:
         gw.stop()
