@@ -42,6 +42,13 @@ HIDDEN = [
     ("x=sudo; $x -l", RECON),
     ("env X=whoami sh -c '$X'", RECON),
     ("X=whoami; eval \"$X\"", RECON),
+    ("set -- whoami; $1", RECON),
+    ("sh -c \"$0\" whoami", RECON),
+    ("sh -c \"$1\" x id", RECON),
+    ("f() { whoami; }; f", RECON),
+    ("source <(echo whoami)", RECON),
+    (". <(printf 'cat /etc/shadow')", CREDS),
+    ("${PATH:0:1}etc${PATH:0:1}shadow", CREDS),
     # an alias
     ("alias x=whoami; x", RECON),
     ("alias l='cat /etc/shadow'; l", CREDS),
@@ -109,6 +116,9 @@ OWN_VARIABLES = [
     "docker build -t app:$(git rev-parse --short HEAD) .",
     "read -r answer <<< yes; echo $answer",
     "P=$(pwd); ls \"$P/src\"",
+    "if [ -f x ]; then { echo a; echo b; }; fi",
+    "diff <(sort a.txt) <(sort b.txt)",
+    "set -- build test; for t in \"$@\"; do make $t; done",
 ]
 
 

@@ -245,7 +245,7 @@ class _Lexer:
             return len(self.text)
         end, inner = _Lexer(self.text, self.depth + 1, self.commands, self.lines, self.subs).run(i, close)
         rendered = f"{kind}({' '.join(inner)})"
-        if kind == "$":
+        if kind in "$<":
             closed = self.text.startswith(close, end - len(close)) and end - len(close) >= i
             self.subs.setdefault(rendered, self.text[i:end - len(close)] if closed else self.text[i:end])
         word.append(rendered)

@@ -28,13 +28,16 @@ from collections.abc import Callable
 Relex = Callable[[str], tuple[list[list[str]], list[str], dict[str, str]]]
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)", re.S)
-_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])([^}]*)|:(-?\d+)(?::(\d+))?)?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|\d)(?:(:?[-=+?])([^}]*)|:(-?\d+)(?::(\d+))?)?\}"
+                  r"|([A-Za-z_][A-Za-z0-9_]*|\d))")
+#: Variables that start with `/` wherever a shell runs (`${PATH:0:1}` is a slash that spells no slash).
+_SLASHED = frozenset({"HOME", "PATH", "PWD", "OLDPWD", "SHELL", "TMPDIR"})
 _DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"})
 #: Programs that assign, alias or run their arguments as a script: read even without a `$`.
-_SPECIAL = _DECLARE | _SHELLS | {"alias", "read", "printf", "eval"}
-#: A text that nothing here can change: no variable, substitution, alias or eval.
-_SCREEN = re.compile(r"\$|`|\balias\b|\beval\b|<<<")
+_SPECIAL = _DECLARE | _SHELLS | {"alias", "read", "printf", "eval", "set", "source", ".", "{"}
+#: A text that nothing here can change: no variable, substitution, alias, eval, here-string or `{ ...; }`.
+_SCREEN = re.compile(r"\$|`|\balias\b|\beval\b|<<<|<\(|\{\s")
 #: How deep an expansion may lead to another, how many commands one text may expand, how long a value is kept.
 _MAX_ROUNDS = 3
 _MAX_EXPANSIONS = 64
@@ -213,7 +216,7 @@ class _Expander:
         out = word
         if "$(" in out:
             for rendered, source in subs.items():
-                if rendered in out:
+                if rendered[0] == "$" and rendered in out:
                     if rendered not in self.outputs:
                         self.outputs[rendered] = static_output(source, self.relex)
                     value = self.outputs[rendered]
@@ -237,6 +240,8 @@ class _Expander:
                 return arg if not op.endswith("?") else m.group()
             return value or ""
         if value is None:
+            if name in _SLASHED and m.group(4) == "0" and m.group(5) == "1":
+                return "/"
             return m.group()
         if m.group(4) is not None:
             start = int(m.group(4))
@@ -273,6 +278,16 @@ class _Expander:
         for name, field in zip(names, fields + [""] * (len(names) - len(fields)), strict=True):
             self.env[name] = field.strip()[:_MAX_VALUE]
 
+    def _positional(self, args: list[str]) -> None:
+        """`sh -c SCRIPT NAME ARG...`: the script's `$0`, `$1`... are the words after it."""
+        for j, flag in enumerate(args[:-1]):
+            if flag[:1] != "-" or flag == "--":
+                return
+            if "c" in flag[1:]:
+                for n, word in enumerate(args[j + 2 : j + 12]):
+                    self.env[str(n)] = word
+                return
+
     def command(self, words: list[str], start: int, subs: dict[str, str]) -> str | None:
         """The command line `words` stands for once expanded, or None when it is as written."""
         for word in words[:start]:
@@ -297,6 +312,12 @@ class _Expander:
         if program == "read":
             self._read(args, subs)
             return None
+        if program == "set" and args[:1] == ["--"]:
+            for n, word in enumerate(args[1:10], 1):  # `set -- whoami; $1`
+                self.env[str(n)] = word
+            return None
+        if words[start] == "{":
+            return " ".join(words[start + 1 :]) or None  # `{ whoami; }`, a function's body: its commands
         if program == "printf" and len(args) >= 3 and args[0] == "-v":
             self.env[args[1]] = _printf(args[2:])[:_MAX_VALUE]
             return None
@@ -307,10 +328,16 @@ class _Expander:
             return " ".join([self.aliases[words[start]], *new[start + 1 :]])
         if head == "eval":
             return " ".join(new[start + 1 :]) or None  # eval runs its arguments as a script
-        if head in _SHELLS:
+        if head in _SHELLS or head in ("source", "."):
             rest, script = _here_string(new[start + 1 :])
             if script is not None and not rest:
                 return script.rstrip("\n")  # `bash <<< 'id'`: the shell runs its input
+            for word in rest:  # `source <(echo id)`, `bash <(printf id)`: it runs the substitution's output
+                if word[:2] == "<(" and word in subs:
+                    output = static_output(subs[word], self.relex)
+                    if output is not None:
+                        return output
+            self._positional(rest)
         if all(e is None for e in expanded):
             return None
         return " ".join(new)
