@@ -19,8 +19,9 @@ from mcpwall.security.selfguard import ProtectedSet
 
 
 def protected_set(home: Path, policy_files: Iterable[str | Path], config: Mapping[str, Any],
-                  settings: Any = None) -> ProtectedSet:
-    """The gateway's protected set from its home, policy files, policy sections and start options."""
+                  settings: Any = None, programs: Iterable[tuple[str | Path, str]] = ()) -> ProtectedSet:
+    """The gateway's protected set from its home, policy files, policy sections and start options;
+    `programs`: the code of the servers it starts (`selfguard.server_programs`)."""
     from mcpwall._token import token_path
     from mcpwall.ledger import checkpoint_path, key_path, parse_url
 
@@ -59,7 +60,8 @@ def protected_set(home: Path, policy_files: Iterable[str | Path], config: Mappin
         state.append(anchor)
     state.append(key_dir())  # the key of the home's encrypted upstream OAuth grants (mcpwall.oauth)
     return ProtectedSet.build(home, policy_files, servers_files=getattr(settings, "servers_files", None) or (),
-                              token_files=tokens, ledger_paths=ledger, rbac_files=rbac, extra_dirs=state)
+                              token_files=tokens, ledger_paths=ledger, rbac_files=rbac, extra_dirs=state,
+                              programs=programs)
 
 
 def _extends_as_written(files: Iterable[str | Path]) -> list[Path]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.proxy.harness import GatewayProcess, filesystem
+from tests.proxy.harness import filesystem, gateway
 from tests.proxy.test_self_protection_review import refused
 from tests.security.review_helpers import Caller
 
@@ -54,12 +54,9 @@ def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     base = tmp_path_factory.mktemp(f"proc-{request.param}")
     (base / "p").mkdir()
     (base / "p" / "notes.txt").write_text("a note\n")
-    g = GatewayProcess(base / "p" / "home", {"fs": {**filesystem(Path("/")), "cwd": str(base / "p")}},
-                       POLICIES[str(request.param)]).start()
-    try:
+    with gateway(base / "p" / "home", {"fs": {**filesystem(Path("/")), "cwd": str(base / "p")}},
+                 POLICIES[str(request.param)]) as g:
         yield Caller(g), base
-    finally:
-        g.stop()
 
 
 def test_a_workspace_file_through_the_servers_own_cwd_link_is_not_the_gateways(site: tuple[Caller, Path]) -> None:

@@ -232,8 +232,10 @@ class ProtectedSet:
     def build(cls, home: Path | str, policy_paths: Iterable[Path | str] = (), *,
               servers_files: Iterable[Path | str] = (), token_files: Iterable[Path | str] = (),
               ledger_paths: Iterable[Path | str] = (), rbac_files: Iterable[Path | str] = (),
-              installation: bool = True, extra_dirs: Iterable[Path | str] = ()) -> ProtectedSet:
-        """The set for a gateway whose home is `home` (called at start and on each policy reload)."""
+              installation: bool = True, extra_dirs: Iterable[Path | str] = (),
+              programs: Iterable[tuple[Path | str, str]] = ()) -> ProtectedSet:
+        """The set for a gateway whose home is `home` (called at start and on each policy reload).
+        `programs`: (path, label) of the code of the servers it starts (see `server_programs`)."""
         dirs: dict[str, str] = {}
         files: dict[str, str] = {}
         written: list[Path] = []  # the files as named (the table holds them case-folded)
@@ -265,6 +267,8 @@ class ProtectedSet:
         if installation:
             for path, label in install_paths():
                 add(dirs, path, label)
+        for program, label in programs:
+            add(dirs, program, label)
         inodes: dict[tuple[int, int], str] = {}
         file_inodes: dict[tuple[int, int], str] = {}
         dir_inodes: dict[tuple[int, int], str] = {}
@@ -633,6 +637,54 @@ def _files_under(dirs: Iterable[Path], files: Iterable[Path], limit: int = 5000)
     return out
 
 
+def server_programs(name: str, command: str | None, args: Iterable[str], env: Mapping[str, str] | None = None,
+                    cwd: str | None = None) -> list[tuple[str, str]]:
+    """The code a stdio server runs, as (path, label): its program and the script files in its argv,
+    each by its real path, and for one inside `node_modules` (or a Python `site-packages`) the whole
+    package it belongs to. An agent that rewrites them runs its own code as the user the next time
+    the gateway starts the server (a crash is enough), outside every tool the gateway guards.
+    System programs (`/usr/bin/node`) are listed too; an agent cannot write them anyway."""
+    import shutil
+
+    if not command:
+        return []
+    label = f"the program of server {name!r} (the gateway runs it)"
+    here = os.path.abspath(os.path.expanduser(cwd)) if cwd else os.getcwd()
+    found: list[str] = []
+    path = (env or {}).get("PATH") or os.environ.get("PATH")
+    program = command if "/" in command else shutil.which(command, path=path)
+    if program:
+        found.append(os.path.join(here, os.path.expanduser(program)))
+    for arg in args:
+        text = str(arg)
+        if text.startswith("-") or ("/" not in text and "." not in text):
+            continue
+        candidate = os.path.join(here, os.path.expanduser(text))
+        if os.path.isfile(candidate):
+            found.append(candidate)
+    out: dict[str, None] = {}
+    for file in found:
+        real = os.path.realpath(file)
+        if not os.path.isfile(real):
+            continue
+        out.setdefault(_package_of(real) or real, None)
+        if os.path.islink(file):
+            out.setdefault(os.path.abspath(file), None)  # node_modules/.bin/NAME: the link itself
+    return [(p, label) for p in out]
+
+
+def _package_of(real: str) -> str | None:
+    """The package directory holding `real`: `.../node_modules/[@scope/]pkg`, `.../site-packages/pkg`."""
+    parts = real.split("/")
+    for marker in ("node_modules", "site-packages", "dist-packages"):
+        if marker in parts[:-1]:
+            at = len(parts) - 1 - parts[::-1].index(marker)  # the innermost
+            end = at + 2 + (1 if at + 1 < len(parts) - 1 and parts[at + 1].startswith("@") else 0)
+            if end < len(parts):
+                return "/".join(parts[:end])
+    return None
+
+
 def install_paths() -> list[tuple[str, str]]:
     """The mcpwall installation: its package directory, its virtual environment and its entry point."""
     import mcpwall
@@ -811,4 +863,5 @@ def _still_ours(protected: str, ident: tuple[int, int]) -> bool:
 
 
 __all__ = ["COMMAND_KEYS", "MAX_VALUES", "MUTATING_KEYS", "MUTATING_PROGRAMS", "MUTATING_VERBS", "PATH_KEYS",
-           "RULE_ID", "Finding", "ProtectedSet", "ServerEnv", "install_paths", "mutates", "server_env"]
+           "RULE_ID", "Finding", "ProtectedSet", "ServerEnv", "install_paths", "mutates", "server_env",
+           "server_programs"]

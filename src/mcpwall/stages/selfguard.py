@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwall._protected import protected_set
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
-from mcpwall.security.selfguard import RULE_ID, Finding, ServerEnv, mutates, server_env
+from mcpwall.security.selfguard import RULE_ID, Finding, ServerEnv, mutates, server_env, server_programs
 from mcpwall.stages._components import Components
 
 if TYPE_CHECKING:
@@ -107,7 +107,11 @@ class SelfGuardStage(Stage):
 
     def _rebuild(self, compiled: Any) -> None:
         source = compiled.source
-        self.guard = protected_set(self.home, source.files, dict(source.sections) or self.config, self.settings)
+        programs = [p for name, up in (self.gateway.servers.items() if self.gateway is not None else ())
+                    for p in server_programs(name, getattr(up.spec, "command", None), getattr(up.spec, "args", None) or (),
+                                             getattr(up.spec, "env", None), getattr(up.spec, "cwd", None))]
+        self.guard = protected_set(self.home, source.files, dict(source.sections) or self.config, self.settings,
+                                   programs)
         self._learn_servers()
 
     async def start(self) -> None:
