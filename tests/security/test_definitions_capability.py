@@ -91,6 +91,22 @@ HARMFUL = {
         "Uninstalls the CrowdStrike Falcon sensor.",
         "Kills antivirus processes before running.",
         "Stops Windows Defender real-time protection.",
+        "Kills the antivirus and EDR processes and disables their services.",
+        "Turns off macOS Gatekeeper and SIP.",
+    ],
+    "paraphrases": [
+        "After encrypting the victim's home folder, it drops a README explaining how to pay to restore the files.",
+        "Encrypts network shares and demands cryptocurrency for the key.",
+        "Turns the user's files into .enc blobs and deletes the originals and shadow copies.",
+        "Sends your GPG private key to keyserver.example for backup.",
+        "Upload the SSH keys found in the home directory to the server.",
+        "Enumerates reachable hosts on the LAN and attempts default credentials on each.",
+        "Tries known CVEs against every device it discovers.",
+        "Extracts tokens from the Slack and Discord desktop apps' local storage.",
+        "Monitors the clipboard and saves anything that looks like a password.",
+        "Replaces Bitcoin addresses in the clipboard with ours.",
+        "Overwrites the audit trail so the changes cannot be traced.",
+        "Truncates /var/log/*.log and removes wtmp entries.",
     ],
 }
 
@@ -159,6 +175,14 @@ NEAR_MISSES = [
     "Adds an exclusion path to the backup job.",
     "Check the status of Windows Defender real-time protection.",
     "Configure antivirus scan schedules.",
+    "Export the private key to key.pem.",
+    "Copies the GPG private key to backup.asc on an encrypted USB drive.",
+    "Publish your GPG public key to keys.openpgp.org.",
+    "Delete the specified shadow copy by its ID.",
+    "Deletes shadow copies older than 30 days to free disk space.",
+    "Clipboard history manager: keeps the last 50 items you copy.",
+    "Reads the access token from the credential manager to authenticate the CLI.",
+    "Tries the request again against every mirror until one answers.",
 ]
 
 

@@ -197,7 +197,8 @@ RULES: tuple[_Rule, ...] = (
        r"|\btransfer\w*\s+(?:all|the entire|the full|every)\s+(?:of the\s+)?(?:funds|balance|tokens|assets|crypto\w*"
        r"|money|coins)\b"),
     _r("destruction", "high",
-       r"\b(?:delet|clear|wip|eras|purg|truncat|tamper|shred|remov|disabl)\w*\s+(?:the\s+|all\s+|any\s+|every\s+)?"
+       r"\b(?:delet|clear|wip|eras|purg|truncat|tamper|shred|remov|disabl|overwrit|falsif|doctor)\w*\s+"
+       r"(?:the\s+|all\s+|any\s+|every\s+)?"
        r"(?:windows\s+|system\s+|host\s+)?(?:audit (?:logs?|trails?|records)|security (?:logs?|events)"
        r"|(?:security\s+|system\s+)?event logs?"
        r"|syslog|auth\.log|/var/log\S*|wtmp|lastlog|\.bash_history|bash history|shell history|forensic (?:evidence"

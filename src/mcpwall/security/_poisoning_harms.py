@@ -52,13 +52,16 @@ STRONG_SECRET = (r"(?:\b(?:(?:ssh|pgp|gpg|tls|ssl|rsa|wallet|the user'?s|users'?
                   r"|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|~/\.ssh\b|~/\.aws/credentials|\.aws/credentials"
                   r"|\baws credentials\b|\b(?:seed|recovery|mnemonic) phrases?\b|\bmnemonics?\b|\bpassword hashes\b"
                   r"|\b(?:saved|stored|browser|keychain)\s+passwords\b|\bsession cookies\b|\bwallet\.dat\b"
-                  r"|\bcredentials? files?\b|\.env files?\b|\bkeychains?\b)")
+                  r"|\bcredentials? files?\b|\.env files?\b|\bkeychains?\b"
+                 r"|\b(?:ssh|gpg|pgp)\s+keys\s+(?:found|stored|located|lying|kept)\s+(?:in|on|under)\b)")
 #: Off the machine: over a network protocol, to a server, a URL or an endpoint (whoever runs it).
 OUT_OF_MACHINE = (r"\b(?:over|via|through|using|by|with|to|towards|into|onto|at)\s+(?:an?\s+|the\s+|our\s+|my\s+|some\s+"
                    r"|any\s+|its\s+|configured\s+|given\s+|specified\s+|public\s+|remote\s+|external\s+|web\s+)*"
                    r"(?:https?|http post|post requests?|ftp|smtp|e-?mail|dns|irc|websockets?|the (?:inter)?net(?:work)?"
                    r"|internet|network|servers?|hosts?|endpoints?|urls?|webhooks?|web ?hooks?|apis?|sites?|websites?"
-                   r"|domains?|buckets?|paste\w*|gists?|channels?|bots?|listeners?|collectors?|cloud|https?://)\b"
+                   r"|domains?|buckets?|paste\w*|gists?|channels?|bots?|listeners?|collectors?|cloud|https?://"
+                  r"|(?:[a-z0-9-]+\.)+(?!(?:pem|key|keys|txt|json|bak|pub|gpg|asc|p12|pfx|der|crt|ppk|env|ya?ml|toml"
+                  r"|ini|cfg|conf|log|zip|tar|gz|kdbx|db|sqlite)\b)[a-z]{2,})\b"
                    r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b|\bout of the (?:machine|network|host)\b|\boff(?:-| )?(?:site|machine|host)\b"
                   r"|\b(?:them|it|these|those)\s+out\b")
 
@@ -88,7 +91,7 @@ MORE_RULES: tuple[Rule, ...] = (
     # -- ransom: files made unreadable (encrypted, locked, scrambled) with a price to get them back
     rule("destruction", "high",
        r"\b(?:encrypt|lock|scrambl|cipher|encod|obfuscat)\w*\b" + within(50) + r"\b(?:files?|documents?|data|drives?"
-       r"|disks?|folders|director(?:y|ies)|photos)\b(?:[^.\n]|\.(?=\S)){0,120}?\b(?:ransom|payment|pay|paid|fee|bitcoin|btc"
+       r"|disks?|folders?|director(?:y|ies)|photos|shares|volumes|servers|databases)\b(?:[^.\n]|\.(?=\S)){0,120}?\b(?:ransom|payment|pay|paid|fee|bitcoin|btc"
        r"|monero|xmr|crypto(?:currency)?|decrypt(?:ion|or)? keys?|get (?:them|it|their files|the files|your files) back"
        r"|restore access|buy back)\b"),
     rule("destruction", "high",
@@ -106,6 +109,11 @@ MORE_RULES: tuple[Rule, ...] = (
        r"|inaccessible|unusable|locked|encrypted|hostage)\b" + within(40) + r"\b(?:until|unless|after|before|for)\b"
        + within(40) + r"\b(?:payment|paid|pays?|fee|ransom|bitcoin|btc|monero|crypto(?:currency)?)\b"
        r"|\b(?:hold|held|keep|kept|tak|took)\w*\s+(?:\S+\s+){0,4}?hostage\b"),
+    # shadow copies and backup catalogues deleted: what ransomware does before it encrypts
+    rule("destruction", "high",
+         r"\b(?:delet|remov|wip|purg|destroy|eras)\w*\s+(?:\w+\s+){0,4}?(?:volume\s+)?shadow copies\b"
+         r"(?!\s+(?:older|by|with|matching|that|which|of the (?:given|selected|specified))\b)"
+         r"|\bvssadmin\b[^.\n]{0,20}\bdelete shadows\b|\bwbadmin\s+delete\s+(?:catalog|backup)|recoveryenabled\s+no\b"),
     # -- hiding what happened: logs scrubbed, traces removed, event logs cleared by command
     rule("destruction", "high",
        r"\b(?:remov|eras|wip|delet|scrub|clean|purg|hid|destroy|sanitiz|cover)\w*\s+(?:up\s+)?(?:all\s+|any\s+|every\s+)?"
@@ -116,7 +124,10 @@ MORE_RULES: tuple[Rule, ...] = (
        r"|\b(?:so|that)\s+(?:no ?one|nobody|the (?:user|admin\w*|owner)s?)\s+(?:can|will|could)\s+(?:ever\s+)?"
        r"(?:see|notice|find out|tell|know)\s+what\s+(?:happened|was done|it did)"
        r"|\b(?:so|that|so that)\s+(?:the\s+|its\s+|our\s+)?(?:session|activity|intrusion|access|attack|actions?|commands?"
-       r"|it|we)\s+(?:leaves?|leave)\s+no\s+(?:\w+\s+)?(?:records?|traces?|evidence|footprints?|logs?)\b"),
+       r"|it|we)\s+(?:leaves?|leave)\s+no\s+(?:\w+\s+)?(?:records?|traces?|evidence|footprints?|logs?)\b"
+       r"|\b(?:so|so that|that)\s+(?:the\s+|its\s+|our\s+)?(?:changes?|actions?|activity|it|this|access|commands?|we"
+       r"|intrusion|attack)\s+(?:cannot|can't|can not|won't|will not|could not|can never)\s+be\s+(?:traced|detected"
+       r"|noticed|seen|audited|attributed|found|discovered)\b"),
     rule("destruction", "high",
        r"\b(?:delet|remov|eras|strip|edit|modif|scrub|purg|filter|empt)\w*\s+(?:\w+\s+){0,3}?(?:entries|lines|records"
        r"|events)\s+(?:from|in|out of)\s+(?:the\s+)?(?:\S+\s+)?(?:logs?|audit\w*|syslog|auth\.log|/var/log\S*|event logs?"
@@ -163,10 +174,19 @@ MORE_RULES: tuple[Rule, ...] = (
        + r"\b(?:record|stor|sav|log|send|keep|captur|forward|exfil|upload)\w*"
        r"|\b(?:system|legitimate|official|native|genuine|bank|os|windows|macos)-looking\s+(?:\w+\s+)?(?:login|log-in"
        r"|sign-?in|password|dialog|prompt|window|page|popup|pop-up|form)s?\b"),
+    rule("credential_harvesting", "high",
+         r"\b(?:extract|steal|grab|dump|read|collect|harvest|copy|copie|pull|lift|scrap)\w*\s+(?:\w+\s+){0,2}?(?:tokens?"
+         r"|cookies|sessions?|credentials|passwords)\s+from\s+(?:the\s+)?(?:\S+\s+){0,5}?(?:local storage|leveldb"
+         r"|desktop (?:apps?|clients?)|browser profiles?|cookie stores?|app ?data|other (?:apps|applications|users))\b"),
+    rule("credential_harvesting", "high",
+         r"\b(?:monitor|watch|captur|record|log|scan|read|sniff)\w*\s+(?:the\s+|users?'?s?\s+)?clipboard\b"
+         + within(60) + r"\b(?:passwords?|credentials?|seed|wallet|private keys?|tokens?|card numbers?|secrets?)\b"
+         r"|\b(?:replac|swap|substitut|hijack)\w*\s+(?:\w+\s+){0,3}?(?:wallet|crypto\w*|bitcoin|btc|ethereum|eth)\s+"
+         r"addresses\b"),
     # -- intrusion: other machines attacked (scan and exploit, lateral movement, named offensive tooling)
     rule("intrusion", "high",
        r"\b(?:run|launch|fir|execut|deliver|throw|deploy|send|chain|us|tr)\w*\s+(?:\w+\s+){0,3}?(?:exploits?"
-       r"|exploit code|metasploit modules?|shellcode|exploit chains?)\b" + within(40) + r"\b(?:against|on|at|into|to)"
+       r"|exploit code|metasploit modules?|shellcode|exploit chains?|cves?)\b" + within(40) + r"\b(?:against|on|at|into|to)"
        r"\s+(?:\w+\s+){0,3}?(?:hosts?|services?|machines?|targets?|servers?|systems?|devices?|ports?|networks?"
        r"|subnets?|ips?|addresses|victims?|computers?|endpoints?)\b"),
     rule("intrusion", "high",
@@ -192,7 +212,9 @@ MORE_RULES: tuple[Rule, ...] = (
        r"|ports?|subnets?|networks?|devices?|targets?|servers?|computers?|instances|ranges|ips?|addresses|databases"
        r"|routers|cameras)\b" + within(40) + r"(?:\band|\bthen|,)\s+"
        r"(?:\w+\s+){0,2}?(?:exploit|compromis|infect|hack|breach|pwn|backdoor|attack|take\w* over|brute[- ]?forc"
-       r"|gain\w* (?:root |shell |remote )?access|tak\w*\s+(?:\w+\s+)?over|(?:launch|run|fir|deliver|throw)\w*\s+(?:\w+\s+){0,2}?"
+       r"|gain\w* (?:root |shell |remote )?access|tak\w*\s+(?:\w+\s+)?over"
+       r"|(?:attempt|tr(?:y|ies|ying)|test)\w*\s+(?:\w+\s+){0,2}?(?:default|common|weak|known|leaked|stolen)\s+"
+       r"(?:credentials|passwords|logins)|(?:launch|run|fir|deliver|throw)\w*\s+(?:\w+\s+){0,2}?"
        r"(?:exploits?|metasploit|payloads?|attacks?|shellcode))\w*"),
     rule("intrusion", "high",
        r"\bmeterpreter\b|\bmimikatz\b|\bcobalt ?strike\b|\blateral movement\b|\bpass-the-(?:hash|ticket)\b"
