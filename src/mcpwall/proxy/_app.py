@@ -172,7 +172,8 @@ async def serve_http(built: Built, ready: Callable[[str], None] | None = None,
                             # X-Forwarded-For from loopback would let any local process pick the
                             # peer address the rate limit and the ledger see; and a layer less per request.
                             proxy_headers=False, server_header=False)
-    server = _server(config, on_shutdown=lambda: _endpoint.withdraw(settings.home))
+    server = _server(config, on_shutdown=lambda: _endpoint.withdraw(settings.home),
+                     on_stopping=built.gateway.traffic.listen.close_all)
     _install_reload(built)
 
     async def announce() -> None:
@@ -192,13 +193,16 @@ async def serve_http(built: Built, ready: Callable[[str], None] | None = None,
         built.policy.stop()
 
 
-def _server(config: Any, on_shutdown: Callable[[], None]) -> Any:
-    """uvicorn's server with a step after its graceful shutdown. On SIGTERM uvicorn re-raises the
-    signal once `serve()` returns, so nothing after `serve()` runs then; `on_shutdown` does."""
+def _server(config: Any, on_shutdown: Callable[[], None], on_stopping: Callable[[], None]) -> Any:
+    """uvicorn's server with a step before its graceful shutdown and one after. `on_stopping` ends
+    the long-lived responses (listen streams) that would otherwise hold the drain to its deadline
+    and then be cut. On SIGTERM uvicorn re-raises the signal once `serve()` returns, so nothing
+    after `serve()` runs then; `on_shutdown` does."""
     import uvicorn
 
     class Server(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
+            on_stopping()
             try:
                 await super().shutdown(sockets)
             finally:

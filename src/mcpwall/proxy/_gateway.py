@@ -227,6 +227,7 @@ class Gateway:
             return
         session.closed = True
         self.sessions.pop(session.id, None)
+        self.traffic.listen.session_closed(session)  # its resource subscriptions no one else holds end
         for rid, inflight in list(session.inflight.items()):
             if inflight.task is not None and not inflight.task.done():
                 inflight.task.cancel()

@@ -60,6 +60,8 @@ KINDS: dict[str, tuple[str, str, str]] = {
 #: resource URIs one stream may name (each may cost an upstream subscription)
 MAX_URIS = 256
 _SUBSCRIBE_TIMEOUT_S = 10.0
+#: put on a stream's queue when the gateway stops: the stream ends with its graceful close
+_END: Message = {"jsonrpc": "2.0", "method": "notifications/subscriptions/ended"}
 
 
 @dataclass(eq=False)
@@ -98,6 +100,8 @@ class ListenHub:
         self.streams: set[Stream] = set()
         #: (server, uri) -> streams that hold the gateway's upstream subscription to it
         self._held: dict[tuple[str, str], int] = {}
+        #: the gateway is stopping: every stream ends with the spec's graceful close (`close_all`)
+        self.closing = False
         gateway.components.catalog_listeners.append(self.catalog_changed)
 
     # ------------------------------------------------------------------ the request
@@ -138,14 +142,25 @@ class ListenHub:
             assert emit is not None  # a modern request always has one (Router._admit_modern)
             ctx.notes["listen"] = {"honored": honored}
             await emit(stream.stamp(ACKNOWLEDGED, {"notifications": honored}))
-            while True:
-                msg = await stream.queue.get()
+            if self.closing:
+                stream.put(_END)
+            while (msg := await stream.queue.get()) is not _END:
                 stream.queued.discard(str(msg.get("method")))
                 await emit(msg)
+            # The spec's graceful close: the listen request's own response, stamped like its notices.
+            return result(ctx.id, {"resultType": "complete", "_meta": {SUBSCRIPTION_ID_META_KEY: stream.sid}})
         finally:
             self.streams.discard(stream)
             for uri, owner in stream.uris.items():
                 self.gw.spawn(self._release(owner, uri))
+
+    def close_all(self) -> None:
+        """The gateway is stopping (before the HTTP server drains its connections, and in
+        `Gateway.stop`): every open stream ends with the listen request's response, so its client
+        sees a graceful close rather than a dropped stream, and the gateway lets go upstream."""
+        self.closing = True
+        for stream in self.streams:
+            stream.put(_END)
 
     def _servers(self, session: Session) -> list[UpstreamServer]:
         if session.server is not None:
@@ -227,8 +242,31 @@ class ListenHub:
         self._held[(upstream.name, uri)] = held + 1
         return upstream.name
 
-    def _legacy_holds(self, server: str, uri: str) -> bool:
-        return any(uri in s.subscriptions and s.server in (None, server) for s in self.gw.sessions.values())
+    def _legacy_holds(self, server: str, uri: str, but: Session | None = None) -> bool:
+        return any(uri in s.subscriptions and s.server in (None, server) and s is not but
+                   for s in self.gw.sessions.values())
+
+    def kept(self, ctx: RequestContext) -> bool:
+        """A legacy `resources/unsubscribe` (routed to `ctx.server`): True, and the session lets go
+        of the URI here, when another session or a listen stream still needs the server's updates
+        of it (the server's subscription is one for all of them); False: forward it."""
+        assert ctx.server is not None
+        if self._held.get((ctx.server, ctx.target), 0) == 0 \
+                and not self._legacy_holds(ctx.server, ctx.target, but=ctx.session):
+            return False
+        ctx.session.subscriptions.discard(ctx.target)
+        return True
+
+    def session_closed(self, session: Session) -> None:
+        """A legacy session ended (`Gateway.close_session`): the server's subscriptions no one else
+        holds are let go, as if it had unsubscribed."""
+        for uri in session.subscriptions:
+            owner = session.server or resource_owner(uri, self.gw.servers)
+            if owner is not None and self._held.get((owner, uri), 0) == 0 \
+                    and not self._legacy_holds(owner, uri, but=session):
+                self._held[(owner, uri)] = 1  # `_release` takes it back to none, and unsubscribes
+                self.gw.spawn(self._release(owner, uri))
+        session.subscriptions.clear()
 
     async def _release(self, server: str, uri: str) -> None:
         left = self._held.get((server, uri), 1) - 1
@@ -273,10 +311,14 @@ async def serve_stream(receive: Receive, send: Send, call: Call, sid: RequestId)
             started = True
             await send({"type": "http.response.start", "status": 200, "headers": SSE})
 
+    def restamped(msg: Message, key: str) -> Message:
+        body = msg.get(key)
+        if isinstance(body, dict) and isinstance(body.get("_meta"), dict):
+            return {**msg, key: {**body, "_meta": {**body["_meta"], SUBSCRIPTION_ID_META_KEY: sid}}}
+        return msg
+
     async def emit(msg: Message) -> None:
-        params = msg.get("params")
-        if isinstance(params, dict) and isinstance(params.get("_meta"), dict):
-            msg = {**msg, "params": {**params, "_meta": {**params["_meta"], SUBSCRIPTION_ID_META_KEY: sid}}}
+        msg = restamped(msg, "params")
         async with lock:
             await start()
             await send({"type": "http.response.body", "body": sse_event(msg), "more_body": True})
@@ -312,7 +354,7 @@ async def serve_stream(receive: Receive, send: Send, call: Call, sid: RequestId)
         if not started:
             await answer(send, response, [])
         else:
-            body = sse_event(response) if response is not None else b""
+            body = sse_event(restamped(response, "result")) if response is not None else b""
             await send({"type": "http.response.body", "body": body, "more_body": False})
 
 

@@ -151,6 +151,8 @@ class Router:
             if local is not None:
                 return await local(self.gw, ctx)
             raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {ctx.method}", ctx.id)
+        if ctx.method == "resources/unsubscribe" and self.gw.traffic.listen.kept(ctx):
+            return {"jsonrpc": "2.0", "id": ctx.id, "result": {}}  # others still need the server's updates
         return await self.forward(ctx)
 
     async def forward(self, ctx: RequestContext, params: dict[str, Any] | None = None) -> Message | None:
