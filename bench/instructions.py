@@ -118,7 +118,8 @@ def measure(tree: Path, stages: str, route: str, opts: Any) -> dict[str, Any]:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         out = Path(tmp) / "callgrind.out"
-        env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+        env = {"MCPWALL_ANCHOR_DIR": str(Path(tmp) / "anchors"),  # not the user's ~/.local/state
+               **os.environ, "PYTHONPATH": str(tree / "src")}
         proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
                                  PYTHON, MCPWALL, "proxy", "--home", str(home), "--servers", str(servers),
                                  "--port", str(port), "--log-level", "WARNING"],

@@ -192,6 +192,7 @@ def main() -> None:
             print(f"postgresql: not measured ({exc})")
     try:
         with tempfile.TemporaryDirectory(prefix="mcpwall-bench-") as tmp:
+            os.environ.setdefault("MCPWALL_ANCHOR_DIR", str(Path(tmp) / "anchors"))  # not the user's ~/.local/state
             base = Path(tmp)
             print(f"\n{'backend':<11} {'mode':<8} {'rows/s':>10}  notes")
             for name, srv in backends:

@@ -404,6 +404,7 @@ def main() -> None:
     print(f"stages: {opts.stages}")
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ.setdefault("MCPWALL_ANCHOR_DIR", str(Path(tmp) / "anchors"))  # not the user's ~/.local/state
         home = Path(tmp) / "home"
         home.mkdir()
         default = ROOT / "src" / "mcpwall" / "policy" / "templates" / "default.yaml"

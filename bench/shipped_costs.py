@@ -58,6 +58,7 @@ async def _measure(config: str, calls: int) -> dict[str, float]:
     extra, stages = CONFIGS[config]
     default = ROOT / "src" / "mcpwall" / "policy" / "templates" / "default.yaml"
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ.setdefault("MCPWALL_ANCHOR_DIR", str(Path(tmp) / "anchors"))  # not the user's ~/.local/state
         home = Path(tmp)
         shipped = POLICY.format(default=default)
         (home / "policy.yaml").write_text(shipped.replace("stages:\n", extra + "stages:\n", 1) + stages)

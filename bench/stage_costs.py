@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import statistics
 import sys
 import tempfile
@@ -137,6 +138,7 @@ def main() -> None:
     configs.append(("all defence stages", set(STAGES)))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ.setdefault("MCPWALL_ANCHOR_DIR", str(Path(tmp) / "anchors"))  # not the user's ~/.local/state
         all_times = asyncio.run(measure_all(configs, args.calls, Path(tmp)))
     for (name, _), times in zip(configs, all_times, strict=True):
         rows.append({"config": name, "p50_us": round(pct(times, 50), 1), "p90_us": round(pct(times, 90), 1),
