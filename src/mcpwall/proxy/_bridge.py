@@ -45,6 +45,14 @@ MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 #: A state-only round (no inputRequests) waits before the retry, doubling up to the cap (as the SDK's client).
 _BACKOFF_S, _BACKOFF_CAP_S = 0.05, 0.25
 _ids = itertools.count(1)
+#: the server's key of each input request being asked (by the gateway's request id), so a modern
+#: client is asked under the server's own keys (`user_name`, ...), as it would be directly
+_keys: dict[str, str] = {}
+
+
+def asked_key(rid: Any) -> str | None:
+    """The key the server gave the input request the gateway is asking as `rid`, if it is one."""
+    return _keys.get(rid) if isinstance(rid, str) else None
 
 
 def answered(upstream: UpstreamServer, message: Message) -> bool:
@@ -123,6 +131,7 @@ async def _ask_all(upstream: UpstreamServer, requests: dict[str, Any], deadline:
         future: asyncio.Future[Message] = loop.create_future()
         upstream.inputs[rid] = future
         asked[key] = (rid, future)
+        _keys[rid] = str(key)
         msg: Message = {"jsonrpc": "2.0", "id": rid, "method": req["method"]}
         if "params" in req:
             msg["params"] = req["params"]
@@ -144,6 +153,7 @@ async def _ask_all(upstream: UpstreamServer, requests: dict[str, Any], deadline:
     finally:
         for rid, _ in asked.values():
             upstream.inputs.pop(rid, None)
+            _keys.pop(rid, None)
 
 
-__all__ = ["INPUT_METHODS", "MAX_ROUNDS", "MRTR_METHODS", "answered", "resolve_input"]
+__all__ = ["INPUT_METHODS", "MAX_ROUNDS", "MRTR_METHODS", "answered", "asked_key", "resolve_input"]

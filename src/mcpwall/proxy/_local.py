@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 from mcpwall import __version__
 from mcpwall.pipeline import keep_capabilities
 from mcpwall.protocol import LATEST_VERSION, SUPPORTED_VERSIONS, ErrorCode, Message, error, result
-from mcpwall.protocol.modern import ALL_VERSIONS, SERVER_INFO, SERVER_INFO_META_KEY, is_modern
+from mcpwall.protocol.modern import (
+    ALL_VERSIONS,
+    MODERN_VERSIONS,
+    SERVER_INFO,
+    SERVER_INFO_META_KEY,
+    is_modern,
+)
 from mcpwall.protocol.naming import qualify
 from mcpwall.proxy._requests import UpstreamError
 from mcpwall.proxy._task_shapes import legacy_capability, modern_extensions
@@ -176,6 +182,10 @@ def _modern_capabilities(caps: list[dict[str, Any]]) -> dict[str, Any]:
 
 async def _discover(gw: Gateway, ctx: RequestContext) -> Message:
     if not is_modern(ctx.params):
+        if ctx.session.protocol_version in MODERN_VERSIONS and not ctx.session.initialized:
+            # A stdio client that spoke 2026-07-28 before: its envelope is missing, as the HTTP frontend says.
+            return error(ctx.id, ErrorCode.INVALID_PARAMS,
+                         "params._meta is missing the required envelope key(s): io.modelcontextprotocol/protocolVersion")
         # A legacy client (no 2026-07-28 envelope) gets what it got before the revision.
         return error(ctx.id, ErrorCode.METHOD_NOT_FOUND, "Method not found: server/discover")
     if ctx.session.server is not None:

@@ -75,9 +75,9 @@ _STATUS = {
 
 def claims(msg: Message, headers: dict[str, str]) -> bool:
     """Whether a POST is of the 2026-07-28 revision: its body carries the envelope, or its
-    MCP-Protocol-Version header names a modern version (an `initialize` never is)."""
-    if msg.get("method") == "initialize":
-        return False
+    MCP-Protocol-Version header names a modern version (an `initialize` is only with the envelope)."""
+    if msg.get("method") == "initialize" and not is_modern(msg.get("params")):
+        return False  # a handshake client's; one in the 2026-07-28 envelope is refused as removed
     return is_modern(msg.get("params")) or headers.get(VERSION_HEADER) in MODERN_VERSIONS
 
 

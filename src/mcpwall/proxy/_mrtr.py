@@ -35,7 +35,7 @@ same form, from `_bridge`). The gateway joins the two:
   is asked again.
 - Bounds: a hold waits `ttl_s` (120 s) for its retry, then the questions are
   refused to the server and the call is cancelled (its ledger row says so);
-  a later retry gets "expired". A principal has at most `cap` (16) calls waiting
+  a later retry gets "expired". A principal has at most `cap` (64) calls waiting
   for its input; more questions are refused to their servers.
 
 The call's ledger row carries `notes.mrtr`: rounds, the questions, the answers
@@ -69,6 +69,7 @@ from mcpwall.protocol.mrtr import (
     unseal,
 )
 from mcpwall.protocol.naming import split
+from mcpwall.proxy._bridge import asked_key
 from mcpwall.proxy._hold import Hold, _Asked
 from mcpwall.proxy._input_answers import Policed, police_input_responses
 
@@ -82,7 +83,7 @@ log = logging.getLogger("mcpwall.mrtr")
 #: How long a held call waits for the client's retry.
 HOLD_TTL_S = 120.0
 #: Calls of one principal that may wait for its input at once.
-MAX_WAITING = 16
+MAX_WAITING = 64
 #: Questions a server sends together (several elicitations at once) join one InputRequiredResult.
 _BATCH_S = 0.02
 #: the client capabilities a held call's questions need (one of them declared, or nothing can be asked)
@@ -233,13 +234,30 @@ class Holds:
         """Take a server's request (sampling, elicitation) whose call is a held modern client's: it is
         asked in that call's InputRequiredResult. False when it belongs to no held call."""
         hold = self._hold_for(upstream, pending)
-        if hold is None:
+        if hold is None or (msg["method"] == "roots/list" and "roots" not in hold.caps):
             return False
-        await self.ask(hold, msg, upstream.respond, upstream.name)
+        respond: Callable[[Message], Awaitable[None]] = upstream.respond
+        if msg["method"] == "roots/list":
+            respond = self._configured_roots(upstream, msg, pending)
+        await self.ask(hold, msg, respond, upstream.name, key=asked_key(msg["id"]))
         return True
 
+    def _configured_roots(self, upstream: UpstreamServer, msg: Message,
+                          pending: Pending | None) -> Callable[[Message], Awaitable[None]]:
+        """A server's `roots/list` asked of the client: the client sees the question, but the server is
+        answered from its configured roots, as any `roots/list` (the upstream is shared: one client's
+        roots must not widen it for all); a refusal goes to the server as it is."""
+
+        async def respond(answer: Message) -> None:
+            if "result" in answer:
+                await self.gw.messages.answer_roots(upstream, msg, pending)
+            else:
+                await upstream.respond(answer)
+
+        return respond
+
     async def ask(self, hold: Hold, msg: Message, respond: Callable[[Message], Awaitable[None]],
-                  server: str = "") -> None:
+                  server: str = "", key: str | None = None) -> None:
         """Make `msg`, a request for the client, a question of the hold's next round (DLP-masked), or
         refuse it through `respond`: a capability the call did not declare, or too many waiting calls."""
         method, rid = msg["method"], msg["id"]
@@ -253,7 +271,8 @@ class Holds:
             await respond(error(rid, ErrorCode.BLOCKED, "Blocked by mcpwall: too many calls of this client "
                                 "are waiting for its input"))
             return
-        key = f"mcpwall-{next(hold._keys)}"
+        if key is None or key in hold.asked or len(key) > 200:
+            key = f"mcpwall-{next(hold._keys)}"  # the server's own key (a modern server's), when it has one
         masked = self.gw.messages.mask(hold.session.id, msg) if server else msg
         request: Message = {"method": method}
         if "params" in masked:
@@ -289,19 +308,34 @@ class Holds:
 
         return respond
 
+    def waiting_principal(self, pending: Pending) -> str | None:
+        """The principal of `pending`'s call when it is a held call whose questions are out with its
+        client (blocked on their answers, so not the one asking now); None otherwise."""
+        hold = self._by_call.get((pending.session_id or "", pending.downstream_id)) if self._by_call else None
+        return hold.principal if hold is not None and hold.waiting else None
+
     def _hold_for(self, upstream: UpstreamServer, pending: Pending | None) -> Hold | None:
         if not self._by_call:
             return None
         if pending is not None:
             return self._by_call.get((pending.session_id or "", pending.downstream_id))
-        # A stdio upstream does not say whose call a request is: it is the held call's only when that
-        # call is all one session has in flight to this server and no other session has any.
-        found: set[Hold | None] = set()
+        # A stdio upstream does not say whose call a request is. It is the held call's when that call is
+        # the only one in flight to this server that can be asking: a held call whose questions are out
+        # with its client is blocked on their answers (a handshake-era handler awaits each), so it is not
+        # a candidate, but only while it is the same principal's (a misattribution stays within what that
+        # principal may see). Several candidates, or a legacy client's call among them: nobody's.
+        candidates: set[Hold | None] = set()
+        blocked: set[str] = set()
         for p in upstream.pending.values():
-            if p.session_id in self.gw.sessions:
-                found.add(self._by_call.get((p.session_id, p.downstream_id)))
-        hold = found.pop() if len(found) == 1 else None
-        return hold
+            if p.session_id not in self.gw.sessions:
+                continue
+            held = self.waiting_principal(p)
+            if held is not None:
+                blocked.add(held)
+            else:
+                candidates.add(self._by_call.get((p.session_id, p.downstream_id)))
+        hold = candidates.pop() if len(candidates) == 1 else None
+        return hold if hold is not None and blocked <= {hold.principal} else None
 
     def _waiting(self, principal: str) -> int:
         return sum(1 for h in self._by_id.values() if h.principal == principal and (h.waiting or h.asked))

@@ -68,8 +68,8 @@ class Router:
         """Resolve which upstream a request goes to, and the name it knows the target by."""
         session, method, params = ctx.session, ctx.method, ctx.params
         meta = params.get("_meta")
-        if meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta and method != "initialize":
-            self._admit_modern(ctx)
+        if meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta:
+            self._admit_modern(ctx)  # an `initialize` in the envelope is refused there: 2026-07-28 removed it
         if method == "logging/setLevel":
             # Remembered for every session, forwarded or answered here: the server's unsolicited log
             # lines go to the sessions that asked for logs (on_upstream_notification).
@@ -119,7 +119,7 @@ class Router:
         """Check a 2026-07-28 request's envelope (raises ProtocolError), and tell its session who
         speaks, unless the session was opened by `initialize` (that client's word stands)."""
         env = envelope_of(ctx.id, ctx.params)  # checked by the HTTP frontend already, or here
-        if ctx.method in REMOVED:
+        if ctx.method in REMOVED or ctx.method == "initialize":
             raise ProtocolError(ErrorCode.METHOD_NOT_FOUND,
                                 f"Method not found: {ctx.method} (removed in {env.version})", ctx.id)
         session = ctx.session
@@ -178,7 +178,7 @@ class Router:
         modern = meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta
         if modern and upstream.era != "modern":
             params = legacy_params(params)  # a handshake-era upstream (a modern one gets the gateway's envelope)
-        elif meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
+        elif not modern and meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
             params = self.gw.messages.own_capabilities(upstream.name, params)
         if ctx.method == "tools/call":
             params = self.tasks.outbound(ctx, upstream, params)
@@ -206,7 +206,7 @@ class Router:
             self._after_forward(ctx, upstream, response)
             if ctx.method == "tools/call":
                 response = self.tasks.created(ctx, upstream, response)
-        elif modern:
+        elif modern and upstream.era != "modern":  # a modern upstream's codes already mean what 2026-07-28 says
             response = upstream_error(response, upstream.name)
         return response
 

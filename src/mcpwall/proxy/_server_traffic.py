@@ -83,15 +83,23 @@ class ServerTraffic:
     def only_caller(self, upstream: UpstreamServer) -> tuple[Session, Emit | None] | None:
         """The one session with requests in flight to `upstream` (and its newest request's emit);
         None when no session has any (the gateway's own requests do not count); `_SEVERAL` when
-        more than one has."""
+        more than one has. A modern client's held call whose questions are out with it is blocked on
+        their answers and not counted, as long as it is the same principal's (`Holds.waiting_principal`)."""
         found: tuple[Session, Emit | None] | None = None
+        blocked: set[str] = set()  # principals of held calls blocked on their client's retry (_mrtr)
         for p in upstream.pending.values():
             session = self.gw.sessions.get(p.session_id or "")
             if session is None:
                 continue
+            held = self.mrtr.waiting_principal(p)
+            if held is not None:
+                blocked.add(held)
+                continue
             if found is not None and found[0] is not session:
                 return _SEVERAL
             found = (session, p.emit)
+        if blocked and (found is None or not blocked <= {found[0].principal}):
+            return _SEVERAL
         return found
 
     def on_upstream_request(self, upstream: UpstreamServer, msg: Message, pending: Pending | None) -> None:
@@ -102,17 +110,17 @@ class ServerTraffic:
         if method == "ping":
             await upstream.respond(result(uid, {}))
             return
-        if method == "roots/list":
-            # Never a client's answer: the upstream is shared, and its roots are its configuration's.
-            await self.gw.messages.answer_roots(upstream, msg, pending)
-            return
         if method == "sampling/createMessage" and not self.gw.policy.current.allow_sampling:
             log.warning("[%s] sampling/createMessage refused: allowSampling is false", upstream.name)
             await upstream.respond(error(uid, ErrorCode.BLOCKED, "Blocked by mcpwall: sampling is disabled by policy",
                                          {"reasons": ["allowSampling: false"]}))
             return
         if await self.mrtr.claim(upstream, msg, pending):
-            return  # a modern client's call: asked in its InputRequiredResult
+            return  # a modern client's call: asked in its InputRequiredResult (roots answered from the config)
+        if method == "roots/list":
+            # Never a client's answer: the upstream is shared, and its roots are its configuration's.
+            await self.gw.messages.answer_roots(upstream, msg, pending)
+            return
         target = self.target_session(upstream, pending, _CAPABILITY_FOR.get(method))
         if target is None:
             log.warning("[%s] %s refused: no single calling client that declared it could be told apart",

@@ -38,6 +38,8 @@ from mcpwall.protocol.modern import (
 )
 from mcpwall.proxy._bridge import resolve_input
 from mcpwall.proxy._requests import UpstreamError
+from mcpwall.proxy._task_shapes import EXTENSION as TASKS_EXTENSION
+from mcpwall.proxy._task_shapes import asks_tasks
 
 if TYPE_CHECKING:
     from mcpwall.proxy._upstream import UpstreamServer
@@ -84,6 +86,24 @@ def plain(response: Message) -> Message:
     return {**response, "result": out}
 
 
+def calling_capabilities(upstream: UpstreamServer, params: dict[str, Any] | None,
+                         session_id: str | None) -> dict[str, Any]:
+    """The capabilities a request to a modern upstream declares in its `_meta`: what the gateway can
+    route (`upstream_capabilities`), narrowed to what the calling client declared (a modern client's
+    per-request clientCapabilities, a legacy client's `initialize`), so the server asks a client only
+    what it can answer and refuses a tool that needs more (-32021). The gateway's own requests (its
+    catalog) declare the gateway's. Roots stay the gateway's rule: declared only for configured roots."""
+    gateway = upstream.gateway.upstream_capabilities(upstream.name)
+    meta = params.get("_meta") if params else None
+    client = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+    if not isinstance(client, dict):
+        session = upstream.gateway.sessions.get(session_id or "")
+        if session is None or not session.initialized:
+            return gateway
+        client = session.capabilities
+    return {k: v for k, v in gateway.items() if k == "roots" or client.get(k) not in (None, False)}
+
+
 async def modern_request(upstream: UpstreamServer, method: str, params: dict[str, Any] | None, *, timeout: float,
                          session_id: str | None = None, downstream_id: RequestId | None = None, emit: Any = None,
                          on_sent: Callable[[int], None] | None = None) -> Message:
@@ -92,7 +112,9 @@ async def modern_request(upstream: UpstreamServer, method: str, params: dict[str
     if method in REMOVED:
         return {"jsonrpc": "2.0", "id": downstream_id, "result": {}}
     version = str(upstream.init_result.get("protocolVersion") or "2026-07-28")
-    caps = upstream.gateway.upstream_capabilities(upstream.name)
+    caps = calling_capabilities(upstream, params, session_id)
+    if method == "tools/call" and asks_tasks(upstream.capabilities, params):
+        caps = {**caps, "extensions": {TASKS_EXTENSION: {}}}  # the gateway maps the server's tasks (_tasks.py)
 
     async def send(out: dict[str, Any] | None, budget: float) -> Message:
         return await upstream.request(method, stamped(out, version, caps), timeout=budget, session_id=session_id,
@@ -130,4 +152,4 @@ async def listen(upstream: UpstreamServer, generation: int) -> None:
         upstream.gateway.upstream_restarted(upstream)  # re-fetch: changes while it was closed were not told
 
 
-__all__ = ["GATEWAY_CLIENT", "listen", "modern_request", "plain", "stamped"]
+__all__ = ["GATEWAY_CLIENT", "calling_capabilities", "listen", "modern_request", "plain", "stamped"]
