@@ -32,13 +32,19 @@ _MAX_DEPTH: Final = 64
 class CachedRealpath:
     """`os.path.realpath(path)`, each answer kept for `ttl` seconds (at most `size` of them)."""
 
-    def __init__(self, ttl: float = 2.0, size: int = 32768) -> None:
+    def __init__(self, ttl: float = 2.0, size: int = 32768, shared: bool = True) -> None:
         self._ttl = ttl
         self._size = size
         self._cache: dict[str, tuple[float, str]] = {}
+        if shared:  # one of the process's long-lived caches (the policy engine's): see forget_all
+            _SHARED.append(self)
 
     def __call__(self, path: str) -> str:
         return self._entry(path, time.monotonic())[1]
+
+    def forget(self) -> None:
+        """Drop every answer: a call that may have moved or replaced files has run."""
+        self._cache.clear()
 
     def _entry(self, path: str, now: float) -> tuple[float, str]:
         """(when the oldest answer it relies on was found, the real path)."""
@@ -63,6 +69,17 @@ class CachedRealpath:
         return entry
 
 
+_SHARED: list[CachedRealpath] = []
+
+
+def forget_all() -> None:
+    """Drop the answers of every shared cache: the gateway let through a call that may have moved
+    or replaced files (a directory holding a symlink moved onto a path checked a moment before),
+    so a path's real path may no longer be what it was less than `ttl` ago."""
+    for cache in _SHARED:
+        cache.forget()
+
+
 def _realpath(path: str) -> str:
     try:
         return os.path.realpath(path)
@@ -70,4 +87,4 @@ def _realpath(path: str) -> str:
         return path
 
 
-__all__ = ["CachedRealpath"]
+__all__ = ["CachedRealpath", "forget_all"]

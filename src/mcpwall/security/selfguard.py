@@ -65,6 +65,7 @@ from urllib.parse import unquote
 import orjson
 
 from mcpwall.policy._facts import CachedRealpath
+from mcpwall.policy._realpath import forget_all
 
 RULE_ID = "mcpwall.self-protection"
 
@@ -209,7 +210,7 @@ class ProtectedSet:
         #: the gateway's process: its /proc entries hold its environment ($MCPWALL_TOKEN), memory, fds
         self.pid = os.getpid()
         self.cwd = cwd or os.getcwd()
-        self._realpath = CachedRealpath(ttl=_TTL, size=8192)
+        self._realpath = CachedRealpath(ttl=_TTL, size=8192, shared=False)  # see forget
         self._covered: dict[tuple[str, bool], tuple[float, tuple[str, str] | None]] = {}
         self._reached: dict[tuple[str, tuple[str, ...], bool, ServerEnv], tuple[float, tuple[str, str] | None]] = {}
         #: (st_dev, st_ino) of the protected files and of the files in the home when the set was built
@@ -344,6 +345,16 @@ class ProtectedSet:
             self._covered.clear()
         self._covered[key] = (now, result)
         return result
+
+    def forget(self) -> None:
+        """Drop what was resolved: a call that can change the file system (a move of a directory
+        holding a symlink to the home) has been let through, and a path that named nothing before
+        it may name the gateway's files after it. Without this, a path checked (and cached) just
+        before such a move was trusted for two seconds after it."""
+        self._covered.clear()
+        self._reached.clear()
+        self._realpath.forget()
+        forget_all()  # the policy engine's: its file rules resolve symlinks through the same kind of cache
 
     def _identity(self, path: str, forms: Iterable[str], ancestor: bool = False) -> tuple[str, str] | None:
         """By (device, inode): a protected file under another name (a hard link, a renamed parent), or

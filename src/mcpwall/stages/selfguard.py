@@ -65,6 +65,14 @@ def server_dirs(spec: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def _read_only(ctx: RequestContext) -> bool:
+    """A tool its server marks read-only (annotations are pinned): it cannot move what a path names."""
+    up = ctx.gateway.servers.get(ctx.server or "")
+    tool = up.catalog.tools.get(str(ctx.params.get("name") or "")) if up is not None else None
+    annotations = tool.get("annotations") if isinstance(tool, dict) else None
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
+
+
 def refusal(finding: Finding, revision: str) -> Reject:
     reason = finding.reason
     return Reject(ErrorCode.BLOCKED, "Blocked by mcpwall: " + reason,
@@ -140,10 +148,16 @@ class SelfGuardStage(Stage):
         mutating = method == "tools/call" and mutates(str(ctx.params.get("name") or ""), value)
         finding = self.guard.check(value, dirs, mutating=mutating, env=self.envs.get(ctx.server or "", ()))
         if finding is None:
+            if method == "tools/call" and not _read_only(ctx):
+                self.guard.forget()  # what it changes, checks made before it cannot know
             return None
         self.refused += 1
         ctx.notes["self_protection"] = {"argument": finding.where, "protected": finding.resolved}
         return refusal(finding, ctx.gateway.policy.current.revision)
+
+    def on_complete(self, ctx: RequestContext) -> None:
+        if ctx.method == "tools/call" and not _read_only(ctx):
+            self.guard.forget()  # ... nor checks made while it ran
 
     def _held(self, record: Mapping[str, Any]) -> None:
         ledger = getattr(self.gateway, "ledger", None)
