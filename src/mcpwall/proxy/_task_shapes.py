@@ -9,9 +9,12 @@ with `ttlMs` and `pollIntervalMs`, flat in a `resultType: "task"` result.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcpwall.protocol.modern import CLIENT_CAPABILITIES_META_KEY
+from mcpwall.protocol import ErrorCode, Message, RequestId, error
+from mcpwall.protocol.modern import CLIENT_CAPABILITIES_META_KEY, is_modern
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED = "io.modelcontextprotocol/related-task"
@@ -75,6 +78,51 @@ def modern_extensions(caps: list[dict[str, Any]], single: bool) -> dict[str, Any
     return {"extensions": out} if out else {}
 
 
+def augmented(client_params: dict[str, Any], params: dict[str, Any], tool: Any,
+              server_capabilities: dict[str, Any]) -> dict[str, Any]:
+    """A 2026-07-28 client's call that declared the extension, to a legacy server's tool that
+    runs only as a task: augmented with `task`, as that server requires."""
+    if "task" in params or not is_modern(client_params) or not declares_extension(client_params):
+        return params
+    execution = tool.get("execution") if isinstance(tool, dict) else None
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required" \
+            and legacy_capability([server_capabilities]):
+        return {**params, "task": {}}
+    return params
+
+
+def asks_tasks(server_capabilities: dict[str, Any], params: dict[str, Any] | None) -> bool:
+    """Whether a `tools/call` to a 2026-07-28 server declares the tasks extension (the gateway's
+    envelope replaces the client's): its client declared it, or a legacy client asked for a task
+    (`task`), and the server offers it. A task is mapped by the gateway like any other."""
+    offered = server_capabilities.get("extensions")
+    return isinstance(offered, dict) and EXTENSION in offered and params is not None \
+        and (declares_extension(params) or isinstance(params.get("task"), dict))
+
+
+def inline(task: dict[str, Any]) -> dict[str, Any]:
+    """A finished 2026-07-28 task's outcome as a response's `result` or `error`."""
+    if isinstance(task.get("error"), dict):
+        return {"error": task["error"]}
+    return {"result": task.get("result") if isinstance(task.get("result"), dict) else {}}
+
+
+async def polled(get: Callable[[], Awaitable[Message]], rid: RequestId, budget: float) -> Message:
+    """A 2026-07-28 server's task polled with `tasks/get` (at its `pollIntervalMs`, 50 ms to 5 s) to
+    its end or `budget` seconds, as the answer to the call that created it (under `rid`)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + budget
+    while "result" in (answer := await get()):
+        if answer["result"].get("status") in TERMINAL or loop.time() > deadline:
+            break
+        await asyncio.sleep(min(max(poll_ms(answer["result"]) or 500, 50), 5000) / 1000)
+    if "result" not in answer:
+        return answer
+    if answer["result"].get("status") in ("completed", "failed"):
+        return {"jsonrpc": "2.0", "id": rid, **inline(answer["result"])}
+    return error(rid, ErrorCode.INTERNAL_ERROR, f"the task ended {answer['result'].get('status')} without a result")
+
+
 def declares_extension(params: dict[str, Any]) -> bool:
     meta = params.get("_meta")
     caps = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
@@ -82,5 +130,6 @@ def declares_extension(params: dict[str, Any]) -> bool:
     return isinstance(extensions, dict) and EXTENSION in extensions
 
 
-__all__ = ["ERA_METHODS", "EXTENSION", "RELATED", "TASK_METHODS", "TERMINAL", "declares_extension",
-           "legacy_capability", "modern_extensions", "poll_ms", "shaped", "ttl_ms"]
+__all__ = ["ERA_METHODS", "EXTENSION", "RELATED", "TASK_METHODS", "TERMINAL", "asks_tasks", "augmented",
+           "declares_extension", "inline", "legacy_capability", "modern_extensions", "poll_ms", "polled", "shaped",
+           "ttl_ms"]

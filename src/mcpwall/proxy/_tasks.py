@@ -42,8 +42,9 @@ from mcpwall.proxy._task_shapes import (
     ERA_METHODS,
     RELATED,
     TASK_METHODS,
-    declares_extension,
-    legacy_capability,
+    augmented,
+    inline,
+    polled,
     shaped,
     ttl_ms,
 )
@@ -102,16 +103,8 @@ class Tasks:
     # ------------------------------------------------------------------ the creating call
 
     def outbound(self, ctx: RequestContext, upstream: UpstreamServer, params: dict[str, Any]) -> dict[str, Any]:
-        """A 2026-07-28 client's call that declared the extension, to a legacy server's tool that
-        runs only as a task: augmented with `task`, as that server requires."""
-        if "task" in params or not is_modern(ctx.params) or not declares_extension(ctx.params):
-            return params
-        tool = upstream.catalog.tools.get(ctx.target) or {}
-        execution = tool.get("execution") if isinstance(tool, dict) else None
-        if isinstance(execution, dict) and execution.get("taskSupport") == "required" \
-                and legacy_capability([upstream.capabilities]):
-            return {**params, "task": {}}
-        return params
+        """The call as the server gets it (`_task_shapes.augmented`)."""
+        return augmented(ctx.params, params, upstream.catalog.tools.get(ctx.target), upstream.capabilities)
 
     def created(self, ctx: RequestContext, upstream: UpstreamServer, response: Message) -> Message:
         """The server's answer to a `tools/call`: a task handle is registered and shown under our id
@@ -255,9 +248,7 @@ class Tasks:
             return result(ctx.id, shaped(body, entry.id, False))
         if status in ("completed", "failed") and entry.final is None:
             if entry.modern_server:
-                inline = {"error": body["error"]} if isinstance(body.get("error"), dict) else \
-                    {"result": body.get("result") if isinstance(body.get("result"), dict) else {}}
-                await self._police(entry, {"jsonrpc": "2.0", "id": ctx.id, **inline})
+                await self._police(entry, {"jsonrpc": "2.0", "id": ctx.id, **inline(body)})
             else:
                 await self._fetch(ctx, entry)
         elif status == "cancelled":
@@ -298,13 +289,17 @@ class Tasks:
         return out
 
     async def _fetch(self, ctx: RequestContext, entry: GatewayTask) -> None:
-        """The legacy server's `tasks/result` (it blocks until the task ends), policed once."""
+        """The legacy server's `tasks/result` (it blocks until the task ends), or a 2026-07-28 server's
+        task polled with `tasks/get` to its end, policed once."""
         async with entry.lock:
             if entry.final is not None:
                 return
             left = (entry.timer.when() - asyncio.get_running_loop().time()) if entry.timer else DEFAULT_HOLD_S
-            default = self.gw.policy.current.default_timeout_ms / 1000
-            answer = await self._ask(ctx, entry, "tasks/result", timeout=max(default, min(left, MAX_HOLD_S)))
+            budget = max(self.gw.policy.current.default_timeout_ms / 1000, min(left, MAX_HOLD_S))
+            if entry.modern_server:
+                answer = await polled(lambda: self._ask(ctx, entry, "tasks/get"), ctx.id, budget)
+            else:
+                answer = await self._ask(ctx, entry, "tasks/result", timeout=budget)
             await self._police(entry, answer)
 
     async def _police(self, entry: GatewayTask, answer: Message) -> None:
