@@ -60,11 +60,36 @@ def test_texts_where_the_engines_differ_are_not_screened() -> None:
 
 
 def test_a_pattern_re2_refuses_always_runs() -> None:
-    lookahead = re.compile(r"rm(?=\s)")
-    screen = Prefilter([lookahead, re.compile("curl")])
-    assert lookahead in screen._always
-    assert screen.screen("nothing here") == frozenset({lookahead})
-    assert screen.screen("curl x") == frozenset({lookahead, screen._patterns[0]})
+    backreference = re.compile(r"(['\"]).*\1")
+    screen = Prefilter([backreference, re.compile("curl")])
+    assert backreference in screen._always
+    assert screen.screen("nothing here") == frozenset({backreference})
+    assert screen.screen("curl x") == frozenset({backreference, screen._patterns[0]})
+
+
+def test_a_pattern_with_lookarounds_is_screened_by_the_pattern_without_them() -> None:
+    # RE2 takes no lookaround; without them a pattern matches wherever it did, so it can be screened.
+    cases = {r"rm(?=\s)": ("rm -rf", "nothing here"), r"(?<!\w)sudo(?!-)\b": ("x; sudo su", "pseudo"),
+             r"a(?=[)(])\(": ("a(", "a b"), r"(?<=\$)\{IFS\}": ("${IFS}", "IFS")}
+    for pattern, (hit, miss) in cases.items():
+        rx = re.compile(pattern)
+        screen = Prefilter([rx])
+        assert screen._always == frozenset(), pattern
+        assert rx in (screen.screen(hit) or ()), (pattern, hit)
+        assert screen.screen(miss) == frozenset(), (pattern, miss)
+    # the judge's destructive-command pattern has a lookahead: plain text now runs none of its patterns
+    assert _heuristics._SCREEN._always == frozenset()
+    assert _heuristics._SCREEN.screen("hello world") == frozenset()
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(["rm", " ", "-rf", "-f", "/", "~", "*", "$HOME", "/etc", ";", "&", "|", "\t", "x",
+                                 "-", "--no-preserve-root", "\n"]), max_size=10))
+def test_the_destructive_pattern_is_never_screened_out_where_it_matches(parts: list[str]) -> None:
+    text = "".join(parts)
+    if _heuristics.DESTRUCTIVE.search(text):
+        may = _heuristics._SCREEN.screen(text)
+        assert may is None or _heuristics.DESTRUCTIVE in may, text
 
 
 def test_the_judge_still_finds_each_class_the_screen_could_hide() -> None:
