@@ -234,15 +234,17 @@ class Paths:
     def _gateway(self) -> str:
         """One gateway in front of the reference server twice: `ref` over stdio, `remote` over HTTP."""
         if "gateway" not in self._urls:
-            servers: dict[str, dict[str, Any]] = {
-                "ref": {"command": PYTHON, "args": [str(self.reference), "stdio"]},
-                "remote": {"url": self._reference_http(), "type": "http"}}
-            gw = GatewayProcess(self.work / "gateway", servers, gateway_policy(), extra=["--insecure-no-auth"])
+            gw = GatewayProcess(self.work / "gateway", self._gateway_servers(), gateway_policy(),
+                                extra=["--insecure-no-auth"])
             self._gateways.append(gw)
             gw.start(timeout=90.0)
             self.logs["gateway"] = gw.log
             self._urls["gateway"] = gw.url
         return self._urls["gateway"]
+
+    def _gateway_servers(self) -> dict[str, dict[str, Any]]:
+        return {"ref": {"command": PYTHON, "args": [str(self.reference), "stdio"]},
+                "remote": {"url": self._reference_http(), "type": "http"}}
 
     def _bridge(self, name: str, command: list[str]) -> str:
         if name not in self._urls:

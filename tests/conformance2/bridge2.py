@@ -3,7 +3,7 @@
 Usage: bridge2.py [--spares N] PORT COMMAND [ARGS...]
 
 A handshake-era client gets what bridge.py gives it: every `initialize`
-launches COMMAND afresh as that client's session. A 2026-07-28 request has no
+(without the 2026-07-28 envelope) launches COMMAND afresh as that client's session. A 2026-07-28 request has no
 `initialize` and no session: it is one POST, so all of them share one child,
 launched on the first and opened with `server/discover`, as a desktop client's
 one stdio server would be. Their
@@ -69,7 +69,8 @@ class DualEraBridge(Bridge):
     async def _post(self, receive: Receive, send: Send, session: ChildSession | None) -> None:
         body = await read_body(receive)
         message = json.loads(body)
-        if session is not None or message.get("method") == "initialize" or "id" not in message:
+        handshake = message.get("method") == "initialize" and not _enveloped(message)
+        if session is not None or handshake or "id" not in message:
             await super()._post(_replay(body), send, session)
             return
         await self._post_modern(message, send)
@@ -104,6 +105,14 @@ class DualEraBridge(Bridge):
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": json.dumps(out).encode()})
+
+
+def _enveloped(message: dict[str, Any]) -> bool:
+    """Whether a request carries the 2026-07-28 envelope: then even an `initialize` is a modern client's
+    (which the server refuses as removed), not a handshake that would open a session."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta
 
 
 def _replay(body: bytes) -> Receive:

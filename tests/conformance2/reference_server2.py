@@ -189,7 +189,8 @@ async def legacy_round(ctx: Any, name: str) -> dict[str, Any]:
     for requests, _ in ROUNDS[name]:
         for key, request in requests.items():
             if request["method"] == "roots/list":
-                result: Any = await ctx.session.send_request(types.ListRootsRequest(), types.ListRootsResult)
+                # on the call's own stream, as its other questions (legacy._ask names the call it is for)
+                result: Any = await legacy._ask(ctx, types.ListRootsRequest(), types.ListRootsResult)
             elif request["method"] == "sampling/createMessage":
                 result = await legacy._ask(ctx, types.CreateMessageRequest(
                     params=types.CreateMessageRequestParams.model_validate(request["params"])),
@@ -212,8 +213,62 @@ def _done_text(name: str, answers: dict[str, Any]) -> str:
     return f"{prefix}{name} completed with {_summary(answers)}"
 
 
+#: The 0.1.10 tools that ask the client mid-call (`legacy._ask`): at 2026-07-28 they ask the same in an
+#: InputRequiredResult, as a dual-era server does, so a handshake-era client reaches them through a gateway
+#: that speaks 2026-07-28 to this server (the gateway turns the round into a server-to-client request).
+ASKING = frozenset({"test_sampling", "test_elicitation", "test_elicitation_sep1034_defaults",
+                    "test_elicitation_sep1330_enums"})
+
+
+class _NeedInput(Exception):
+    def __init__(self, key: str, request: Any) -> None:
+        super().__init__(key)
+        self.key, self.request = key, request
+
+
+class _Answering:
+    """A session whose server-to-client requests are answered from a retry's `inputResponses` (`q0`,
+    `q1`, ...), or raise _NeedInput for the first one not answered yet; anything else is the real one's."""
+
+    def __init__(self, session: Any, responses: dict[str, Any]) -> None:
+        self._session, self._responses, self._n = session, responses, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    async def send_request(self, request: Any, result_type: Any, **_: Any) -> Any:
+        key, self._n = f"q{self._n}", self._n + 1
+        if key not in self._responses:
+            raise _NeedInput(key, request)
+        answer = self._responses[key]
+        return result_type.model_validate(answer.model_dump(by_alias=True) if hasattr(answer, "model_dump")
+                                          else answer)
+
+
+class _Replaying:
+    """`ctx` with `_Answering` as its session."""
+
+    def __init__(self, ctx: Any, responses: dict[str, Any]) -> None:
+        self._ctx, self.session = ctx, _Answering(ctx.session, responses)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+
+async def _asking_modern(ctx: Any, params: types.CallToolRequestParams) -> dict[str, Any]:
+    responses = params.input_responses if isinstance(params.input_responses, dict) else {}
+    try:
+        return await legacy.call_tool(_Replaying(ctx, responses), params)
+    except _NeedInput as need:
+        request = need.request.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return _input_required({need.key: {"method": request["method"], "params": request.get("params", {})}},
+                               None)
+
+
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> dict[str, Any]:
     name = params.name
+    if name in ASKING and modern(ctx):
+        return await _asking_modern(ctx, params)
     caps = _client_capabilities(ctx)
     if name == "test_missing_capability":
         if "sampling" not in caps:

@@ -28,7 +28,9 @@ def table(results: Results) -> str:
     lines = [f"Suite `@modelcontextprotocol/conformance` {SUITE_VERSION} on Node {NODE_VERSION}, its frozen "
              "requirement sets. `pass`: no check failed; `FAIL`: a check failed; `gap`: fails through the "
              "gateway, a known gap listed below; `n/a`: does not apply on this path; `–`: not run in CI on this "
-             "path (a process per scenario; `MCPWALL_CONFORMANCE_FULL=1` runs it)."
+             "path (a process per scenario; `MCPWALL_CONFORMANCE_FULL=1` runs it). The *upstream era* row says which era "
+             "the gateway was told to speak to each path's upstream (`era:` in servers.json; `mixed`: the aggregated "
+             "endpoint has upstreams of both)."
              + (" This run was the full matrix." if results.get("full") else "")]
     eras = results.get("upstream_eras") or {}
     if eras:
@@ -38,7 +40,8 @@ def table(results: Results) -> str:
         cells_by_path: dict[str, dict[str, str]] = results["server"].get(revision, {})
         lines += ["", f"**{revision}**", "",
                   "| scenario | " + " | ".join(f"`{p.name}`" for p in PATHS) + " |",
-                  "|---|" + "---|" * len(PATHS)]
+                  "|---|" + "---|" * len(PATHS),
+                  "| *upstream era* | " + " | ".join(p.era or "(none)" for p in PATHS) + " |"]
         for scenario in REQUIRED[revision]:
             cells = [p.cell(revision, scenario) or cells_by_path.get(p.name, {}).get(scenario, "missing")
                      for p in PATHS]

@@ -21,6 +21,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.conformance import runner
 from tests.conformance.helpers import CLIENT_DRIVER, MCPWALL, PYTHON
@@ -96,6 +97,16 @@ class Path2:
     aggregated: bool = False
     #: seatbelt's plain JSON-RPC endpoint: one JSON answer per POST, no stream
     plain: bool = False
+    #: the era the gateway is told to speak to the upstream (`era:` in servers.json): "legacy" (`initialize`)
+    #: or "modern" (`server/discover`, 2026-07-28 per request); "" for the direct paths
+    era: str = ""
+    #: run in CI (the rest with MCPWALL_CONFORMANCE_FULL=1 only)
+    ci: bool = True
+
+    @property
+    def combination(self) -> str:
+        """The upstream kind and era, as _GAPS keys them: `stdio-legacy`, `http-modern`, `both-modern`, ..."""
+        return f"{self.upstream}-{self.era}"
 
     @property
     def control(self) -> str:
@@ -115,26 +126,52 @@ class Path2:
         return tuple(s for s in REQUIRED[revision] if self.cell(revision, s) is None)
 
 
-PATHS = (
+_LEGACY_PATHS = (
+    Path2("gw-stdio-upstream", "`mcpwall proxy`, `/mcp/ref`: a stdio upstream", True, "stdio", era="legacy"),
+    Path2("gw-http-upstream", "`mcpwall proxy`, `/mcp/remote`: a streamable-HTTP upstream", True, "http",
+          era="legacy"),
+    Path2("gw-aggregated-http", "`mcpwall proxy`, `/mcp`: the five upstreams of both eras aggregated "
+          "(`server__name`)", True, "both", aggregated=True, era="mixed"),
+    Path2("gw-post-stdio-upstream", "`mcpwall proxy`, `POST /pref`: seatbelt's JSON-RPC endpoint, stdio upstream",
+          True, "stdio", plain=True, era="legacy"),
+    Path2("gw-post-http-upstream", "`mcpwall proxy`, `POST /remote`: seatbelt's JSON-RPC endpoint, HTTP upstream",
+          True, "http", plain=True, era="legacy"),
+    Path2("gw-wrap-stdio", "`mcpwall wrap` (one stdio server, names unchanged) through bridge2.py", True, "stdio",
+          bridged=True, era="legacy"),
+    Path2("gw-proxy-stdio", "`mcpwall proxy --stdio` (aggregated) through bridge2.py, HTTP upstream", True,
+          "http", bridged=True, aggregated=True, era="legacy"),
+    Path2("gw-proxy-stdio-stdio-upstream", "`mcpwall proxy --stdio` (aggregated) through bridge2.py, stdio upstream",
+          True, "stdio", bridged=True, aggregated=True, era="legacy"),
+)
+#: The same reference server reached in its 2026-07-28 era (`era: modern`): `mref` over stdio, `mremote` over
+#: HTTP. A 2026-07-28 client then meets a modern upstream; a 2025-11-25 client is bridged to it.
+_MODERN_PATHS = (
+    Path2("gw-stdio-modern-upstream", "`mcpwall proxy`, `/mcp/mref`: a stdio upstream, `era: modern`", True,
+          "stdio", era="modern"),
+    Path2("gw-http-modern-upstream", "`mcpwall proxy`, `/mcp/mremote`: a streamable-HTTP upstream, `era: modern`",
+          True, "http", era="modern"),
+    Path2("gw-post-stdio-modern-upstream", "`mcpwall proxy`, `POST /mref`: JSON-RPC endpoint, stdio upstream, "
+          "`era: modern`", True, "stdio", plain=True, era="modern", ci=False),
+    Path2("gw-post-http-modern-upstream", "`mcpwall proxy`, `POST /mremote`: JSON-RPC endpoint, HTTP upstream, "
+          "`era: modern`", True, "http", plain=True, era="modern", ci=False),
+    Path2("gw-proxy-stdio-modern", "`mcpwall proxy --stdio` (aggregated) through bridge2.py, HTTP upstream, "
+          "`era: modern`", True, "http", bridged=True, aggregated=True, era="modern", ci=False),
+    Path2("gw-proxy-stdio-stdio-modern", "`mcpwall proxy --stdio` (aggregated) through bridge2.py, stdio upstream, "
+          "`era: modern`", True, "stdio", bridged=True, aggregated=True, era="modern"),
+)
+ALL_PATHS = (
     Path2("direct-http", "the reference server over streamable HTTP, no mcpwall", False, ""),
     Path2("direct-stdio", "the reference server over stdio through bridge2.py, no mcpwall", False, "",
           bridged=True),
-    Path2("gw-stdio-upstream", "`mcpwall proxy`, `/mcp/ref`: a stdio upstream", True, "stdio"),
-    Path2("gw-http-upstream", "`mcpwall proxy`, `/mcp/remote`: a streamable-HTTP upstream", True, "http"),
-    Path2("gw-aggregated-http", "`mcpwall proxy`, `/mcp`: both upstreams aggregated (`server__name`)", True,
-          "both", aggregated=True),
-    Path2("gw-post-stdio-upstream", "`mcpwall proxy`, `POST /ref`: seatbelt's JSON-RPC endpoint, stdio upstream",
-          True, "stdio", plain=True),
-    Path2("gw-post-http-upstream", "`mcpwall proxy`, `POST /remote`: seatbelt's JSON-RPC endpoint, HTTP upstream",
-          True, "http", plain=True),
-    Path2("gw-wrap-stdio", "`mcpwall wrap` (one stdio server, names unchanged) through bridge2.py", True, "stdio",
-          bridged=True),
-    Path2("gw-proxy-stdio", "`mcpwall proxy --stdio` (aggregated) through bridge2.py, HTTP upstream", True,
-          "http", bridged=True, aggregated=True),
-    Path2("gw-proxy-stdio-stdio-upstream", "`mcpwall proxy --stdio` (aggregated) through bridge2.py, stdio upstream",
-          True, "stdio", bridged=True, aggregated=True),
+    *_LEGACY_PATHS, *_MODERN_PATHS,
 )
-BY_NAME = {p.name: p for p in PATHS}
+#: The paths this run takes: the representative matrix in CI, every path with MCPWALL_CONFORMANCE_FULL=1.
+PATHS = tuple(p for p in ALL_PATHS if p.ci or full())
+BY_NAME = {p.name: p for p in ALL_PATHS}
+#: where the shared gateway serves each modern-upstream path
+_GATEWAY_ROUTES = {"gw-stdio-modern-upstream": "/mcp/mref", "gw-http-modern-upstream": "/mcp/mremote",
+                   "gw-post-stdio-modern-upstream": "/mref",
+                   "gw-post-http-modern-upstream": "/mremote"}
 
 
 class Paths2(runner.Paths):
@@ -143,15 +180,40 @@ class Paths2(runner.Paths):
     reference = HERE / "reference_server2.py"
     bridge = HERE / "bridge2.py"
 
+    def _servers(self, era: str) -> dict[str, dict[str, Any]]:
+        """The reference server as `ref` (stdio) and `remote` (HTTP), spoken to in `era`."""
+        return {"ref": {"command": PYTHON, "args": [str(self.reference), "stdio"], "era": era},
+                "remote": {"url": self._reference_http(), "type": "http", "era": era}}
+
+    def _gateway_servers(self) -> dict[str, dict[str, Any]]:
+        """The shared gateway's upstreams: the reference server five times, `ref`, `pref` (stdio) and `remote`
+        (HTTP) opened with `initialize` (era: legacy), `mref` and `mremote` spoken to in 2026-07-28 (era: modern).
+        `POST /pref` has a stdio process of its own: a handshake-era stdio server's questions say not which
+        call they are for, so two paths' scenarios at once on one process could be told apart by nobody (the
+        gateway then refuses them), which is not what a path's scenario tests."""
+        modern, legacy = self._servers("modern"), self._servers("legacy")
+        return {**legacy, "pref": legacy["ref"], "mref": modern["ref"], "mremote": modern["remote"]}
+
+    def _stdio_proxy(self, path: str, servers: dict[str, dict[str, Any]]) -> str:
+        home = self._stdio_home(servers)
+        return self._bridge(path, [MCPWALL, "proxy", "--stdio", "--home", str(home), "--servers",
+                                   str(home / "servers.json"), "--log-level", "WARNING"])
+
     def url(self, path: str) -> str:
+        if path in _GATEWAY_ROUTES:
+            return f"{self._gateway()}{_GATEWAY_ROUTES[path]}"
+        if path == "gw-proxy-stdio-modern":
+            return self._stdio_proxy(path, {"mremote": self._servers("modern")["remote"]})
+        if path == "gw-proxy-stdio-stdio-modern":
+            return self._stdio_proxy(path, {"mref": self._servers("modern")["ref"]})
+        if path == "gw-proxy-stdio":
+            return self._stdio_proxy(path, {"remote": self._servers("legacy")["remote"]})
         if path == "gw-post-stdio-upstream":
-            return f"{self._gateway()}/ref"
+            return f"{self._gateway()}/pref"
         if path == "gw-post-http-upstream":
             return f"{self._gateway()}/remote"
         if path == "gw-proxy-stdio-stdio-upstream":
-            home = self._stdio_home({"local": {"command": PYTHON, "args": [str(self.reference), "stdio"]}})
-            return self._bridge(path, [MCPWALL, "proxy", "--stdio", "--home", str(home), "--servers",
-                                       str(home / "servers.json"), "--log-level", "WARNING"])
+            return self._stdio_proxy(path, {"local": self._servers("legacy")["ref"]})
         return super().url(path)
 
 
@@ -215,6 +277,6 @@ def run(url: str, out_dir: Path, path: Path2, revision: str) -> dict[str, Outcom
             if name in wanted}
 
 
-__all__ = ["BACKCHANNEL", "BY_NAME", "CLIENT", "CLIENT_CORE", "CORE", "HTTP_ONLY", "LEGACY", "MODERN", "NAME_FREE", "NODE", "NODE_VERSION", "PATHS",
+__all__ = ["ALL_PATHS", "BACKCHANNEL", "BY_NAME", "CLIENT", "CLIENT_CORE", "CORE", "HTTP_ONLY", "LEGACY", "MODERN", "NAME_FREE", "NODE", "NODE_VERSION", "PATHS",
            "REQUIRED", "REVISIONS", "SUITE_VERSION", "Path2", "Paths2", "full", "listed_server_scenarios", "run", "run_client",
            "suite", "suite_installed"]

@@ -10,7 +10,7 @@ handed to `Gateway.on_upstream_request` with the call's session and emit, so it
 takes the way any server's request takes (`_server_traffic`): only to the
 calling session and only if it declared the capability, sampling refused when
 `allowSampling` is false, `roots/list` answered from the server's configured
-roots and never by a client, the request DLP-masked on the way out, and the
+roots whatever a client says, the request DLP-masked on the way out, and the
 client's answer through the client-answer hooks (honeytoken tripwire, DLP) into
 `UpstreamServer.respond`, which hands it here (`answered`) instead of to the
 server. The call is then retried upstream with the collected `inputResponses`

@@ -13,11 +13,17 @@ same form, from `_bridge`). The gateway joins the two:
   side, one ledger row) and answers the POST with whichever comes first: the
   call's result, or the upstream's questions as an `InputRequiredResult`.
   `Holds.claim`, called by `_server_traffic` for every server request before
-  the legacy routing, takes a question whose call is held (`roots/list` is
-  answered by the gateway before that, never by a client; sampling is refused
-  there when `allowSampling` is false). The question leaves DLP-masked, keyed
-  `mcpwall-N`; one the client did not declare the capability for is refused
-  to the server as the legacy path refuses it. The gateway's own question on
+  the legacy routing, takes a question whose call is held (sampling is refused
+  before that when `allowSampling` is false). The question leaves DLP-masked,
+  keyed as a modern server keyed it (`_bridge.asked_key`), else `mcpwall-N`;
+  one the client did not declare the capability for is refused to the server
+  as the legacy path refuses it. A `roots/list` is asked of a client that
+  declared roots, but the server is answered from its configured roots
+  whatever the client says (an upstream is shared; `_server_messages`), and
+  one of a client that did not is answered so at once. A stdio server does not
+  say which call its question is for: it is the held call's that can be asking,
+  the only call in flight to that server apart from held calls of the same
+  principal that wait for their retry (blocked on their answers); else nobody's. The gateway's own question on
   the call's way (an `ask` put to the client's user when the policy allows
   `approvals.viaElicitation`) is asked the same way, its answer handed to the
   message taps where the approval service reads it.
