@@ -5,13 +5,14 @@ request's own response, `resultType: complete` with its `subscriptionId`, before
 Strategy: `mcpwall proxy` as a subprocess (the production HTTP server, uvicorn with its 5 s drain)
 in front of the npm @modelcontextprotocol/server-everything; the official Python SDK 2.x client,
 pinned to 2026-07-28, listens on `/mcp`, and a raw httpx stream listens on `/mcp/everything`;
-then the gateway gets SIGTERM. The SDK tells the two endings apart: a graceful close ends its
+then the gateway gets SIGTERM. Over stdio, a raw listen on `mcpwall proxy --stdio` and SIGTERM. The SDK tells the two endings apart: a graceful close ends its
 event loop, a dropped stream raises `SubscriptionLost`. Without the graceful close the streams
 were held to the drain deadline and cut, and the process took the whole deadline to exit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import time
@@ -25,7 +26,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.proxy.harness import EVERYTHING, GatewayProcess
+from tests.proxy.harness import EVERYTHING, MCPWALL, PERMISSIVE, GatewayProcess, write_servers
 from tests.proxy.test_modern_http import meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(120)]
@@ -98,3 +99,38 @@ async def test_listen_streams_end_with_their_graceful_close_when_the_gateway_sto
         assert last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "raw-listen"
     finally:
         gw.stop()
+
+
+async def test_a_stdio_listen_stream_ends_with_its_graceful_close_when_the_gateway_gets_sigterm(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "policy.yaml").write_text(PERMISSIVE)
+    servers = write_servers(home / "servers.json", {"everything": EVERYTHING})
+    proc = await asyncio.create_subprocess_exec(
+        MCPWALL, "proxy", "--stdio", "--home", str(home), "--servers", str(servers),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        listen = {"jsonrpc": "2.0", "id": 41, "method": "subscriptions/listen",
+                  "params": {"_meta": meta(), "notifications": {"toolsListChanged": True}}}
+        proc.stdin.write(json.dumps(listen).encode() + b"\n")
+        await proc.stdin.drain()
+        with anyio.fail_after(60):
+            ack = json.loads(await proc.stdout.readline())
+        assert ack["method"] == "notifications/subscriptions/acknowledged", ack
+        stopped = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(4):  # inside the stdio frontend's grace: ended by the gateway, not cut
+            last = json.loads(await proc.stdout.readline())
+            await proc.wait()
+        assert time.monotonic() - stopped < 4.0
+        assert last["id"] == 41, last
+        assert last["result"]["resultType"] == "complete"
+        assert last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 41
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

@@ -78,6 +78,7 @@ class StdioFrontend:
         cancel the rest, so each still gets its ledger row (`cancelled`) before the process exits.
         The official SDK's client SIGKILLs a server 4 s after closing its stdin. Requests read
         from a file (`grace` None) are all answered, each within its own timeout."""
+        self.gateway.traffic.listen.close_all()  # listen streams end at once, with their graceful close
         tasks = list(self._tasks)
         if not tasks:
             return
