@@ -61,7 +61,28 @@ def protected_set(home: Path, policy_files: Iterable[str | Path], config: Mappin
     state.append(key_dir())  # the key of the home's encrypted upstream OAuth grants (mcpwall.oauth)
     return ProtectedSet.build(home, policy_files, servers_files=getattr(settings, "servers_files", None) or (),
                               token_files=tokens, ledger_paths=ledger, rbac_files=rbac, extra_dirs=state,
-                              programs=programs)
+                              programs=programs, client_configs=_client_configs(home))
+
+
+def _client_configs(home: Path) -> list[str]:
+    """The client configs `init` rewrote (its manifest, `<home>/init/manifest.json`), as written and
+    as they resolved then: each holds its client's named token, and rewritten it would send that
+    client around the gateway. An unreadable manifest adds nothing (`uninstall` reports it)."""
+    import json
+
+    try:
+        files = json.loads((home / "init" / "manifest.json").read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(files, dict):
+        return []
+    out: list[str] = []
+    for path, entry in files.items():
+        out.append(str(path))
+        real = entry.get("real") if isinstance(entry, dict) else None
+        if isinstance(real, str):
+            out.append(real)
+    return out
 
 
 def _extends_as_written(files: Iterable[str | Path]) -> list[Path]:

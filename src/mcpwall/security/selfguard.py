@@ -234,9 +234,12 @@ class ProtectedSet:
               servers_files: Iterable[Path | str] = (), token_files: Iterable[Path | str] = (),
               ledger_paths: Iterable[Path | str] = (), rbac_files: Iterable[Path | str] = (),
               installation: bool = True, extra_dirs: Iterable[Path | str] = (),
-              programs: Iterable[tuple[Path | str, str]] = ()) -> ProtectedSet:
+              programs: Iterable[tuple[Path | str, str]] = (),
+              client_configs: Iterable[Path | str] = ()) -> ProtectedSet:
         """The set for a gateway whose home is `home` (called at start and on each policy reload).
-        `programs`: (path, label) of the code of the servers it starts (see `server_programs`)."""
+        `programs`: (path, label) of the code of the servers it starts (see `server_programs`);
+        `client_configs`: the clients' configs `init` pointed at the gateway (each holds its client's
+        named token, and an edit of one would take that client around the gateway)."""
         dirs: dict[str, str] = {}
         files: dict[str, str] = {}
         written: list[Path] = []  # the files as named (the table holds them case-folded)
@@ -262,6 +265,8 @@ class ProtectedSet:
             add(files, p, "a token or key file")
         for p in rbac_files:
             add(files, p, "an RBAC file")
+        for p in client_configs:
+            add(files, p, "a client's config that init pointed at the gateway")
         for p in ledger_paths:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 add(files, f"{p}{suffix}", "the ledger")
