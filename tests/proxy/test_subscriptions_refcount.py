@@ -37,6 +37,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(12
 
 DOC = "demo://resource/static/document/architecture.md"
 MEMO = "memo://a"
+MODERN_MEMO = "memo://modern"
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +166,31 @@ async def test_a_listen_stream_and_a_legacy_session_share_the_servers_subscripti
         await updates.wait_for(MEMO)
         await legacy.unsubscribe_resource(MEMO)
         assert await held(watcher) == []
+
+
+async def test_a_modern_servers_resource_updates_reach_legacy_sessions_and_listen_streams(tmp_path: Any) -> None:
+    """A 2026-07-28 server has no resources/subscribe: the gateway listens to it for the URIs its
+    clients hold, and lets go of one only when its last holder does."""
+    built = build_gateway(tmp_path / "home", PERMISSIVE, {"mt": script_server("modern_tasks")}, auth=True)
+    async with serve_http(built) as base:
+        assert await built.gateway.servers["mt"].wait_ready(60), built.gateway.servers["mt"].last_error
+        gw = {"url": base, "token": token(built)}
+        first, second = Updates(), Updates()
+        async with client(gw, "/mcp", updates=first) as a, client(gw, "/mcp/mt", updates=second) as b, \
+                client(gw, "/mcp", mode="2026-07-28") as modern, \
+                listening(modern, resource_subscriptions=[MODERN_MEMO]) as (sub, events):
+            assert sub.honored.resource_subscriptions == [MODERN_MEMO]
+            await a.subscribe_resource(MODERN_MEMO)
+            await b.subscribe_resource(MODERN_MEMO)
+            await modern.call_tool("mt__touch", {})
+            await first.wait_for(MODERN_MEMO)
+            await second.wait_for(MODERN_MEMO)
+            await events.wait_for(ResourceUpdated(uri=MODERN_MEMO))
+            await a.unsubscribe_resource(MODERN_MEMO)
+            first.uris.clear()
+            second.uris.clear()
+            events.got.clear()
+            await modern.call_tool("mt__touch", {})
+            await second.wait_for(MODERN_MEMO)  # the others still hear it
+            await events.wait_for(ResourceUpdated(uri=MODERN_MEMO))
+            assert first.uris == []

@@ -102,6 +102,8 @@ class ListenHub:
         self._held: dict[tuple[str, str], int] = {}
         #: the gateway is stopping: every stream ends with the spec's graceful close (`close_all`)
         self.closing = False
+        #: a 2026-07-28 server's subscribed URIs, and the gateway's own listen that asks for them
+        self._followed: dict[str, tuple[frozenset[str], asyncio.Task[None] | None]] = {}
         gateway.components.catalog_listeners.append(self.catalog_changed)
 
     # ------------------------------------------------------------------ the request
@@ -161,6 +163,9 @@ class ListenHub:
         self.closing = True
         for stream in self.streams:
             stream.put(_END)
+        for _, task in self._followed.values():
+            if task is not None:
+                task.cancel()
 
     def _servers(self, session: Session) -> list[UpstreamServer]:
         if session.server is not None:
@@ -278,6 +283,33 @@ class ListenHub:
         if upstream is not None and upstream.state == "ready" and not self._legacy_holds(server, uri):
             with contextlib.suppress(UpstreamError):
                 await upstream.request("resources/unsubscribe", {"uri": uri}, timeout=_SUBSCRIBE_TIMEOUT_S)
+
+    def follow(self, upstream: UpstreamServer, method: str, uri: Any) -> None:
+        """A `resources/subscribe` or `unsubscribe` for a 2026-07-28 server, which has neither: the
+        URIs it is subscribed to are one `subscriptions/listen` of the gateway's own, opened again
+        (the old one cancelled) whenever that set changes; its updates come as any server's."""
+        uris, task = self._followed.get(upstream.name, (frozenset(), None))
+        wanted = uris | {str(uri)} if method == "resources/subscribe" else uris - {str(uri)}
+        if wanted == uris and (not wanted or (task is not None and not task.done())):
+            return
+        if task is not None:
+            task.cancel()
+        task = asyncio.ensure_future(self._watch(upstream, sorted(wanted))) if wanted else None
+        self._followed[upstream.name] = (frozenset(wanted), task)
+
+    async def _watch(self, upstream: UpstreamServer, uris: list[str]) -> None:
+        sent: list[int] = []
+        try:
+            answer = await upstream.request("subscriptions/listen", {"notifications": {"resourceSubscriptions": uris}},
+                                            timeout=86_400.0, on_sent=sent.append)
+            if "error" in answer:
+                log.info("[%s] resource subscriptions refused: %s", upstream.name, answer["error"])
+        except UpstreamError as exc:
+            log.info("[%s] resource subscriptions ended: %s", upstream.name, exc)
+        except asyncio.CancelledError:
+            if sent and upstream.state == "ready":  # stdio's way to end a listen (HTTP closes the stream)
+                self.gw.spawn(upstream.cancel(sent[0], "the gateway's resource subscriptions changed"))
+            raise
 
     def resource_updated(self, upstream: UpstreamServer, uri: Any) -> None:
         """A server said `uri` changed: the streams that honoured it (or a URI it lies under) hear it."""

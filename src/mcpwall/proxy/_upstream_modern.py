@@ -110,6 +110,8 @@ async def modern_request(upstream: UpstreamServer, method: str, params: dict[str
     """`UpstreamServer.request` for a modern upstream: the envelope stamped, removed methods
     answered here, input requests resolved through the calling client, the answer plain."""
     if method in REMOVED:
+        if method in ("resources/subscribe", "resources/unsubscribe") and params:
+            upstream.gateway.traffic.listen.follow(upstream, method, params.get("uri"))  # no holder is left out
         return {"jsonrpc": "2.0", "id": downstream_id, "result": {}}
     version = str(upstream.init_result.get("protocolVersion") or "2026-07-28")
     caps = calling_capabilities(upstream, params, session_id)

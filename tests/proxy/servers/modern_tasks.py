@@ -6,7 +6,8 @@ Tool `research(topic)` answers "Research Report: TOPIC". A call whose per-reques
 (`resultType: "task"`, `ttlMs`, `pollIntervalMs`); `tasks/get` shows it `working` for a few
 polls' time and then `completed` with the report inline, as the extension says. `tasks/cancel`
 cancels one. A call without the extension runs at once (a server MUST NOT return a task to a
-client that did not declare support). No npm or PyPI server implements the 2026-07-28 extension.
+client that did not declare support). Resource `memo://modern` can be listened to; tool `touch`
+tells its listeners it changed. No npm or PyPI server implements the 2026-07-28 extension.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import anyio
 from mcp.server.extension import Extension, MethodBinding
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import RequestParams
 from pydantic import BaseModel, ConfigDict, Field
@@ -90,6 +91,18 @@ server = MCPServer("modern-tasks", extensions=[Tasks()])
 def research(topic: str) -> str:
     """Research a topic and write a report."""
     return f"Research Report: {topic}"
+
+
+@server.resource("memo://modern", name="memo", mime_type="text/plain")
+def memo() -> str:
+    return "a memo"
+
+
+@server.tool()
+async def touch(ctx: Context) -> str:
+    """Change memo://modern (its listeners are told)."""
+    await ctx.notify_resource_updated("memo://modern")
+    return "touched"
 
 
 async def _stdio() -> None:
