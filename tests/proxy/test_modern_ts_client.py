@@ -7,7 +7,7 @@ pinned), in its two negotiation modes, `legacy` (initialize) and pinned to 2026-
 token) and over stdio (it launches `mcpwall proxy --stdio`). Both gateways aggregate a
 modern-only server (tests/proxy/servers/modern_only.py, the Python SDK 2.x made to refuse
 `initialize`) and a legacy-only one (the npm @modelcontextprotocol/server-everything, which
-answers `server/discover` with -32601) on the same endpoint. Each run calls a tool of each
+answers `server/discover` with -32601) on the same endpoint, with PyPI's mcp-server-time. Each run calls a tool of each
 server, a tool the policy denies (refused with -32001 before the server runs it) and one whose
 result holds an AWS key (masked).
 """
@@ -23,16 +23,17 @@ from typing import Any
 import pytest
 
 from tests.harness import build_gateway, serve_http, token
-from tests.proxy.harness import EVERYTHING, MCPWALL, ROOT, write_servers
+from tests.proxy.harness import EVERYTHING, MCPWALL, ROOT, TIME, write_servers
 from tests.proxy.test_modern_upstream import MODERN_STDIO, POLICY, SECRET
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(180)]
 
 CLIENT = ROOT / "tests" / "proxy" / "clients" / "ts_v2_client.mjs"
 SDK = ROOT / "tests" / "tools" / "node_modules" / "@modelcontextprotocol" / "client"
-SERVERS = {"modern": MODERN_STDIO, "legacy": EVERYTHING}
+SERVERS = {"modern": MODERN_STDIO, "legacy": EVERYTHING, "time": TIME}
 CALLS = [["modern__add", {"a": 2, "b": 3}], ["legacy__echo", {"message": "hi"}],
-         ["modern__drop_table", {"name": "users"}], ["modern__leak", {}]]
+         ["modern__drop_table", {"name": "users"}], ["modern__leak", {}],
+         ["time__get_current_time", {"timezone": "UTC"}]]
 MODES = ["legacy", "2026-07-28"]
 
 
@@ -49,7 +50,8 @@ async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str
     async with serve_http(built) as base:
         for upstream in built.gateway.servers.values():
             assert await upstream.wait_ready(60), upstream.last_error
-        assert {s.name: s.era for s in built.gateway.servers.values()} == {"modern": "modern", "legacy": "legacy"}
+        eras = {s.name: s.era for s in built.gateway.servers.values()}
+        assert (eras["modern"], eras["legacy"]) == ("modern", "legacy"), eras
         yield {"url": base, "token": token(built)}
 
 
@@ -72,7 +74,7 @@ def check(answer: dict[str, Any], mode: str) -> None:
     if mode != "legacy":
         assert answer["version"] == mode
     assert {"modern__add", "legacy__echo"} <= set(answer["tools"])
-    added, echoed, dropped, leaked = answer["results"]
+    added, echoed, dropped, leaked, now = answer["results"]
     assert added == "5.0"
     assert echoed == "Echo: hi"
     assert dropped["code"] == -32001, dropped  # denied by the policy
@@ -80,6 +82,7 @@ def check(answer: dict[str, Any], mode: str) -> None:
     assert isinstance(leaked, str), leaked
     assert SECRET not in leaked
     assert "REDACTED" in leaked
+    assert json.loads(now)["timezone"] == "UTC", now  # PyPI's mcp-server-time
 
 
 @pytest.mark.parametrize("mode", MODES)
