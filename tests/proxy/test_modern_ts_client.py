@@ -9,7 +9,8 @@ modern-only server (tests/proxy/servers/modern_only.py, the Python SDK 2.x made 
 `initialize`) and a legacy-only one (the npm @modelcontextprotocol/server-everything, which
 answers `server/discover` with -32601) on the same endpoint, with PyPI's mcp-server-time. Each run calls a tool of each
 server, a tool the policy denies (refused with -32001 before the server runs it) and one whose
-result holds an AWS key (masked).
+result holds an AWS key (masked). The Python SDK 2.x, in both eras, reaches the PyPI server on the
+same endpoint beside the two eras.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pytest
 
 from tests.harness import build_gateway, serve_http, token
 from tests.proxy.harness import EVERYTHING, MCPWALL, ROOT, TIME, write_servers
-from tests.proxy.test_modern_upstream import MODERN_STDIO, POLICY, SECRET
+from tests.proxy.test_modern_upstream import MODERN_STDIO, POLICY, SECRET, client, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -97,3 +98,16 @@ async def test_the_typescript_v2_client_reaches_both_eras_over_stdio(tmp_path: P
     (home / "policy.yaml").write_text(POLICY)
     servers = write_servers(home / "servers.json", SERVERS)
     check(await ts(mode, "stdio", MCPWALL, "proxy", "--stdio", "--home", str(home), "--servers", str(servers)), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_python_sdk_reaches_the_pypi_server_beside_both_eras_on_the_same_endpoint(
+    gw: dict[str, Any], mode: str
+) -> None:
+    async with client(gw, mode) as c:  # the Python SDK 2.x, over HTTP
+        now = text(await c.call_tool("time__get_current_time", {"timezone": "UTC"}))
+        added = await c.call_tool("modern__add", {"a": 1, "b": 2})
+        echoed = text(await c.call_tool("legacy__echo", {"message": "hi"}))
+    assert json.loads(now)["timezone"] == "UTC"
+    assert added.structured_content == {"result": 3.0}
+    assert echoed == "Echo: hi"
