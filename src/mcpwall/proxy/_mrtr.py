@@ -114,9 +114,9 @@ class Holds:
     async def serve(self, session: Session, msg: Message, emit: Emit | None, size: int = 0) -> Message | None:
         """Answer a modern client's call or retry: the result, or the next InputRequiredResult."""
         params = msg["params"]
+        if params.get("requestState") is None and params.get("inputResponses") is None:
+            return await self._first(session, msg, emit, size)  # a first call: nothing to take apart
         rest, responses, state = retry_parts(params)
-        if state is None and responses is None:
-            return await self._first(session, msg, emit, size)
         try:
             hold = self._verify(session, msg, rest, responses, state)
         except InvalidState as exc:
