@@ -27,6 +27,7 @@ gateway's downstream resource server is tested with Glewlwyd in tests/oauth/test
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -38,11 +39,14 @@ from tests.conformance2.auth_runner import (
     CI_RUNS,
     END,
     GAPS,
+    GAPS_010,
     RUNS,
+    RUNS_010,
     bad_checks,
     doc_cells,
     listed_auth_scenarios,
     run_all,
+    run_auth_010,
     table,
 )
 from tests.conformance2.runner2 import full, suite_installed
@@ -96,3 +100,18 @@ def test_the_auth_table_in_docs_is_the_one_this_run_produced(outcomes: dict[tupl
     assert report.current_table(report.DOC, BEGIN, END) == table(merged), (
         "docs/CONFORMANCE.md's auth table differs from this run: run this test with "
         "MCPWALL_UPDATE_CONFORMANCE_DOC=1 and review the diff")
+
+
+@pytest.mark.skipif(not full(), reason="suite 0.1.10's auth scenarios run with MCPWALL_CONFORMANCE_FULL=1")
+@pytest.mark.parametrize("scenario", [f"auth/{s}" for s in RUNS_010])
+def test_suite_0_1_10_auth_scenarios(tmp_path: Path, scenario: str) -> None:
+    outcome = run_auth_010(scenario, tmp_path)
+    assert outcome.checks, f"{scenario} recorded no checks (suite output under {tmp_path})"
+    bad = bad_checks(outcome)
+    if scenario in GAPS_010:
+        allowed, why = GAPS_010[scenario]
+        assert (bad or outcome.exit_code), f"{scenario} passes on 0.1.10 now: drop it from GAPS_010 ({why})"
+        assert bad <= allowed, f"{scenario} on 0.1.10 fails more than its gap: {outcome.describe()}"
+        return
+    assert not bad, f"gateway bug: {scenario} on 0.1.10: {outcome.describe()}"
+    assert outcome.exit_code == 0, f"the driver's calls failed: {scenario} on 0.1.10: {outcome.describe()}"
