@@ -9,8 +9,8 @@ in docs/ARCHITECTURE.md against the classes):
   judge, dlp, audit; then the dispatch to the upstream (or a local answer).
 - response (`on_response`): chain, pins, poisoning, dlp, honeytoken_inject,
   listfilter, response_rules.
-- complete (`on_complete`, observers): circuit, policy, chain, audit,
-  metrics, notify.
+- complete (`on_complete`, observers): circuit, selfguard, policy, chain,
+  audit, metrics, notify.
 - server message (`on_server_message`, a server's message to a client
   outside an answer the response hooks read): dlp.
 - client answer (`on_client_answer`, a client's answer to a server's
