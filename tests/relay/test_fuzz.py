@@ -47,8 +47,12 @@ def test_the_frame_parser_survives_fuzzed_inputs_without_crash_hang_or_memory_gr
     corpus.mkdir()
     _seeds(corpus)
     env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # Through a shell that forks: Linux carries a process's peak RSS across exec, so a fuzzer started
+    # straight from this pytest process (near 800 MB late in the suite) reported pytest's peak as its
+    # own and libFuzzer's -rss_limit_mb stopped it at its first check; a forked child starts afresh.
     proc = subprocess.run(
-        [sys.executable, str(HERE / "fuzz_frames.py"), f"-runs={RUNS}", "-max_len=4096", "-timeout=5",
+        ["sh", "-c", '"$@"; exit $?', "sh",
+         sys.executable, str(HERE / "fuzz_frames.py"), f"-runs={RUNS}", "-max_len=4096", "-timeout=5",
          "-rss_limit_mb=768", "-seed=1", "-print_final_stats=1", str(corpus)],
         capture_output=True, text=True, timeout=1700, env=env, cwd=str(tmp_path))
     tail = proc.stderr[-3000:]
