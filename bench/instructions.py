@@ -19,7 +19,9 @@ work, where they track CPU time closely. `--stages all` counts the ledger's writ
 batches follow wall time, so its figures vary by a few percent between runs: repeat them.
 
 Usage: python bench/instructions.py [--tree PATH ...] [--stages core|all] [--routes mcp,modern,post]
-       [--calls 500] [--concurrent --seconds 10]
+       [--calls 500] [--concurrent --seconds 10] [--keep DIR]
+--keep DIR copies each run's callgrind.out files (one per thread) into DIR, named by tree, route and stages,
+to compare costs per function with `callgrind_annotate --inclusive=yes`.
 Each --tree is a checkout with its native build (tools/build_native.py run in it); the default is
 this one. Needs valgrind (apt-get install valgrind) and, for --concurrent, wrk.
 """
@@ -147,6 +149,12 @@ def measure(tree: Path, stages: str, route: str, opts: Any) -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if opts.keep:
+            # the function-level counts, for `callgrind_annotate --inclusive=yes` (one file per thread)
+            opts.keep.mkdir(parents=True, exist_ok=True)
+            name = f"{tree.name}-{route}-{stages}-{'concurrent' if opts.concurrent else 'sequential'}"
+            for part in out.parent.glob(out.name + "*"):
+                shutil.copy(part, opts.keep / (name + part.name[len(out.name):] + ".callgrind"))
         return {"tree": str(tree), "stages": stages, "route": route, "calls": calls,
                 "instructions_per_call": _total(out) / calls}
 
@@ -160,6 +168,7 @@ def main() -> None:
     parser.add_argument("--concurrent", action="store_true", help="8 connections by wrk instead of one client")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", type=Path, help="copy each run's callgrind.out files into this directory")
     opts = parser.parse_args()
     for tool in ("valgrind", "callgrind_control", *(("wrk",) if opts.concurrent else ())):
         if shutil.which(tool) is None:
