@@ -110,8 +110,13 @@ async def discover(upstream: UpstreamServer, transport: Transport) -> None:
     meta = result.get("_meta")
     caps = result.get("capabilities")
     upstream.init_result = {"protocolVersion": chosen, "capabilities": caps if isinstance(caps, dict) else {}}
-    if isinstance(meta, dict) and isinstance(meta.get(SERVER_INFO_META_KEY), dict):
-        upstream.init_result["serverInfo"] = meta[SERVER_INFO_META_KEY]
+    # Its identity is the `_meta` stamp; drafts (and the conformance suite's servers) put it beside
+    # the capabilities. A handshake-era client of /mcp/{server} gets it in the InitializeResult, which
+    # requires one: without either, the server is named as configured.
+    info = meta.get(SERVER_INFO_META_KEY) if isinstance(meta, dict) else None
+    info = info if isinstance(info, dict) else result.get("serverInfo")
+    upstream.init_result["serverInfo"] = info if isinstance(info, dict) and isinstance(info.get("name"), str) \
+        and isinstance(info.get("version"), str) else {"name": upstream.name, "version": "unknown"}
     if isinstance(result.get("instructions"), str):
         upstream.init_result["instructions"] = result["instructions"]
 

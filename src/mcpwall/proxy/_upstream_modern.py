@@ -16,17 +16,24 @@ by `_bridge` before the answer leaves, so the pipeline and the client see the
 final result, and a result loses what only a 2026-07-28 client reads
 (`resultType: complete`, the server's identity stamp), which `modern.finish`
 gives a modern client again with the gateway's own.
+
+As the server's client the gateway also does what 2026-07-28 asks of one: an
+UnsupportedProtocolVersionError that names the version it sent is retried once
+(versioning.mdx), and a tool whose `x-mcp-header` designation is invalid is
+excluded (server/tools.mdx): not listed to any client, not in the catalog, a
+call naming it refused before it reaches the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpwall import __version__
-from mcpwall.protocol import Message, RequestId
+from mcpwall.protocol import ErrorCode, Message, RequestId, error
 from mcpwall.protocol.modern import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
@@ -35,6 +42,7 @@ from mcpwall.protocol.modern import (
     PROTOCOL_VERSION_META_KEY,
     REMOVED,
     SERVER_INFO_META_KEY,
+    designates,
 )
 from mcpwall.proxy._bridge import resolve_input
 from mcpwall.proxy._requests import UpstreamError
@@ -113,6 +121,10 @@ async def modern_request(upstream: UpstreamServer, method: str, params: dict[str
         if method in ("resources/subscribe", "resources/unsubscribe") and params:
             upstream.gateway.traffic.listen.follow(upstream, method, params.get("uri"))  # no holder is left out
         return {"jsonrpc": "2.0", "id": downstream_id, "result": {}}
+    if _EXCLUDED and method == "tools/call" and params and params.get("name") in _EXCLUDED.get(upstream, ()):
+        return error(downstream_id, ErrorCode.INVALID_PARAMS,
+                     f"Unknown tool: {params['name']} (its x-mcp-header designation is invalid)",
+                     {"server": upstream.name, "reason": "invalid_x_mcp_header"})
     version = str(upstream.init_result.get("protocolVersion") or "2026-07-28")
     caps = calling_capabilities(upstream, params, session_id)
     if method == "tools/call" and asks_tasks(upstream.capabilities, params):
@@ -123,9 +135,70 @@ async def modern_request(upstream: UpstreamServer, method: str, params: dict[str
                                       downstream_id=downstream_id, emit=emit, on_sent=on_sent, raw=True)
 
     response = await send(params, timeout)
+    if "error" in response and _retry_version(response, version):
+        response = await send(params, timeout)  # versioning.mdx: retry once with a version both speak
     response = await resolve_input(upstream, method, params, response, send, timeout=timeout,
                                    session_id=session_id, downstream_id=downstream_id, emit=emit)
-    return response if method == "server/discover" else plain(response)  # `_probe` reads the server's stamp
+    if method == "server/discover":
+        return response  # `_probe` reads the server's stamp
+    return without_invalid_headers(upstream, plain(response)) if method == "tools/list" else plain(response)
+
+
+#: (server, tool, reason) already told in the log: a list is fetched again for every client that lists.
+_TOLD: set[tuple[str, str, str]] = set()
+#: the tools each modern upstream listed with an invalid designation, refused by name (a client may know it)
+_EXCLUDED: weakref.WeakKeyDictionary[UpstreamServer, set[str]] = weakref.WeakKeyDictionary()
+
+
+def without_invalid_headers(upstream: UpstreamServer, response: Message) -> Message:
+    """A modern server's tool list without the tools whose `x-mcp-header` designations are invalid
+    (empty, not an RFC 9110 token, on a non-primitive or number property, repeated, off the
+    `properties` chain): a 2026-07-28 client MUST exclude them (server/tools.mdx), and the gateway is
+    the server's client, so they are neither listed to its clients nor in its catalog (a call naming
+    one is refused here as an unknown tool, -32602, before it reaches the server)."""
+    body = response.get("result")
+    if not isinstance(body, dict) or not isinstance(body.get("tools"), list):
+        return response
+    tools: list[Any] = body["tools"]
+    kept = []
+    excluded = _EXCLUDED.get(upstream) or set()
+    for tool in tools:
+        schema = tool.get("inputSchema") if isinstance(tool, dict) else None
+        reason = None
+        if isinstance(schema, dict) and designates(schema):
+            from mcp.shared.inbound import find_invalid_x_mcp_header
+
+            reason = find_invalid_x_mcp_header(schema)
+        if reason is None:
+            kept.append(tool)
+            if excluded and isinstance(tool, dict):
+                excluded.discard(str(tool.get("name")))
+            continue
+        if len(excluded) < 4096:
+            excluded.add(str(tool.get("name")))
+            _EXCLUDED[upstream] = excluded
+        told = (upstream.name, str(tool.get("name")), reason)
+        if told not in _TOLD:
+            if len(_TOLD) > 1024:
+                _TOLD.clear()
+            _TOLD.add(told)
+            log.warning("[%s] tool %r not offered: invalid x-mcp-header (%s)", upstream.name, told[1], reason)
+    if len(kept) == len(tools):
+        return response
+    return {**response, "result": {**body, "tools": kept}}
+
+
+def _retry_version(response: Message, sent: str) -> bool:
+    """An UnsupportedProtocolVersionError whose `supported` names `sent` (the one version the gateway
+    speaks per request): a server that refuses a version it lists, as during an upgrade, or the
+    conformance suite's first request, answers the retry; one that names no version the gateway
+    speaks is answered with its error (the probe then tells the handshake era, if any, to follow)."""
+    err = response.get("error")
+    if not isinstance(err, dict) or err.get("code") != ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
+        return False
+    data = err.get("data")
+    supported = data.get("supported") if isinstance(data, dict) else None
+    return isinstance(supported, list) and sent in supported
 
 
 async def listen(upstream: UpstreamServer, generation: int) -> None:
@@ -154,4 +227,5 @@ async def listen(upstream: UpstreamServer, generation: int) -> None:
         upstream.gateway.upstream_restarted(upstream)  # re-fetch: changes while it was closed were not told
 
 
-__all__ = ["GATEWAY_CLIENT", "calling_capabilities", "listen", "modern_request", "plain", "stamped"]
+__all__ = ["GATEWAY_CLIENT", "calling_capabilities", "listen", "modern_request", "plain", "stamped",
+           "without_invalid_headers"]
