@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextvars
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
@@ -119,6 +118,10 @@ class Envelope(NamedTuple):
     log_level: str | None
 
 
+#: `Envelope(...)` without the Python-level `__new__` a NamedTuple's constructor runs
+_made: Callable[[type[Envelope], tuple[str, str, str, str | None]], Envelope] = tuple.__new__
+
+
 def is_modern(params: Any) -> bool:
     """Whether a request's params carry the 2026-07-28 envelope (its version key)."""
     if params.__class__ is not dict:
@@ -134,6 +137,30 @@ def envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     gateway does not serve per request is UnsupportedProtocolVersionError naming those it does.
     """
     meta = params.get("_meta")
+    if meta.__class__ is dict:
+        # Every modern call passes here: an envelope as JSON gives it (a served version, capabilities
+        # an object, no or a known log level) is read in one pass; anything else takes the checks below,
+        # which find the same answer and say what is wrong.
+        assert isinstance(meta, dict)
+        version = meta.get(PROTOCOL_VERSION_META_KEY)
+        level = meta.get(LOG_LEVEL_META_KEY)
+        if (
+            version.__class__ is str
+            and version in MODERN_VERSIONS
+            and meta.get(CLIENT_CAPABILITIES_META_KEY).__class__ is dict
+            and (level is None or (level.__class__ is str and level in LOG_LEVELS))
+        ):
+            info = meta.get(CLIENT_INFO_META_KEY)
+            if info.__class__ is dict:
+                name, client_version = str(info.get("name", ""))[:200], str(info.get("version", ""))[:100]
+                return _made(Envelope, (version, name, client_version, level))
+            if not isinstance(info, dict):
+                return _made(Envelope, (version, "", "", level))
+    return _envelope_checks(rid, meta)
+
+
+def _envelope_checks(rid: RequestId | None, meta: Any) -> Envelope:
+    """`envelope` by every check in turn (what its one-pass reading must agree with)."""
     if meta.__class__ is not dict:
         raise ProtocolError(
             ErrorCode.INVALID_PARAMS,
@@ -161,7 +188,7 @@ def envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
             ErrorCode.INVALID_PARAMS, f"{CLIENT_CAPABILITIES_META_KEY} must be an object", rid
         )
     level = meta.get(LOG_LEVEL_META_KEY)
-    if level is not None and level not in LOG_LEVELS:
+    if level is not None and (not isinstance(level, str) or level not in LOG_LEVELS):  # ([] is no level either)
         raise ProtocolError(
             ErrorCode.INVALID_PARAMS, f"{LOG_LEVEL_META_KEY} must be one of the logging levels", rid
         )
@@ -172,24 +199,27 @@ def envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     return Envelope(version, name, version_of, level)
 
 
-#: the envelope a frontend checked for the request this task serves, with the `_meta` it read
-_CHECKED: contextvars.ContextVar[tuple[Any, Envelope] | None] = contextvars.ContextVar("mcpwall_envelope",
-                                                                                      default=None)
+#: the envelope a frontend checked last, with the very `_meta` object it read: routing reads the
+#: same request's envelope in the same step of the event loop (nothing is awaited between the two),
+#: and a slot holding the object keeps its identity from being reused; a request of another task
+#: that came between only costs its successor a second check. (A context variable did this at
+#: twice the price.)
+_CHECKED: list[Any] = [None, None]
 
 
 def checked_envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
-    """`envelope`, remembered for this task's request: the HTTP frontend checks it before the
-    session is chosen, routing needs it again; the second look at the same `_meta` is free."""
+    """`envelope`, remembered for the request: the HTTP frontend checks it before the session is
+    chosen, routing needs it again; the second look at the same `_meta` is free."""
     env = envelope(rid, params)
-    _CHECKED.set((params["_meta"], env))
+    _CHECKED[0], _CHECKED[1] = params["_meta"], env
     return env
 
 
 def envelope_of(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     """The envelope `checked_envelope` found for this very `_meta` object, else `envelope`'s."""
-    seen = _CHECKED.get()
-    if seen is not None and seen[0] is params.get("_meta"):
-        return seen[1]
+    if _CHECKED[0] is params.get("_meta") and _CHECKED[0] is not None:
+        env: Envelope = _CHECKED[1]
+        return env
     return envelope(rid, params)
 
 
@@ -206,9 +236,11 @@ def unsupported(rid: RequestId | None, requested: str) -> ProtocolError:
 def legacy_params(params: dict[str, Any]) -> dict[str, Any]:
     """A modern request's params as a legacy (handshake-era) server takes them: the envelope
     keys out of `_meta` (progressToken, trace context and the rest stay), `_meta` gone if empty."""
-    meta = params["_meta"]
-    kept = {k: v for k, v in meta.items() if k not in ENVELOPE_KEYS}
-    out = {k: v for k, v in params.items() if k != "_meta"}
+    kept = dict(params["_meta"])
+    for key in ENVELOPE_KEYS:  # (four pops: no comprehension's frame on every call)
+        kept.pop(key, None)
+    out = dict(params)
+    del out["_meta"]
     if kept:
         out["_meta"] = kept
     return out
