@@ -37,12 +37,14 @@ async def reply_json(send: Send, status: int, value: Any, headers: Headers | Non
     await reply(send, status, orjson.dumps(value), JSON + (headers or []))
 
 
-async def answer(send: Send, response: Message | None, extra: Headers) -> None:
-    """Answer a JSON-RPC request with its response, or 202 when none follows (it was cancelled)."""
+async def answer(send: Send, response: Message | None, extra: Headers,
+                 status_of: Callable[[Message], int] | None = None) -> None:
+    """Answer a JSON-RPC request with its response, or 202 when none follows (it was cancelled).
+    `status_of` gives the response's HTTP status (default `status_for`)."""
     if response is None:
         await reply(send, 202, b"", extra)
     else:
-        await reply(send, status_for(response), orjson.dumps(response), JSON + extra)
+        await reply(send, (status_of or status_for)(response), orjson.dumps(response), JSON + extra)
 
 
 def status_for(response: Message) -> int:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.pipeline import Session
@@ -41,10 +42,11 @@ from mcpwall.protocol.modern import (
     designates,
     is_modern,
 )
+from mcpwall.protocol.mrtr import INPUT_REQUIRED_METHODS
 from mcpwall.protocol.naming import split
 from mcpwall.proxy._asgi import Receive, Scope, Send, peer, reply, reply_json
 from mcpwall.proxy._listen import serve_stream
-from mcpwall.proxy._sse import answer_request
+from mcpwall.proxy._sse import Call, answer_request
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
@@ -60,7 +62,7 @@ _PARAM_PREFIX = PARAM_PREFIX.encode()
 _PRUNE_AT = 1024
 #: HTTP status of a modern request's error answer (the SDK's ERROR_CODE_HTTP_STATUS, and the
 #: gateway's own: 401, 429); anything else is 200.
-_STATUS = {
+_STATUS: dict[int, int] = {
     ErrorCode.PARSE_ERROR: 400,
     ErrorCode.INVALID_REQUEST: 400,
     ErrorCode.INVALID_PARAMS: 400,
@@ -104,13 +106,14 @@ def mismatch(
     """
     if not modern and METHOD_HEADER not in headers and NAME_HEADER not in headers:
         return None
-    seen: set[bytes] = set()
-    for name, _ in raw if len(raw) != len(headers) else ():  # no name twice when the mapping kept them all
-        key = name.lower()
-        if key.startswith(b"mcp-"):  # the MCP headers: Mcp-Method, Mcp-Name, Mcp-Param-*, MCP-Protocol-Version
-            if key in seen and (key in _STANDARD or key.startswith(_PARAM_PREFIX)):
-                return f"{key.decode('latin-1')} header appears more than once"
-            seen.add(key)
+    if len(raw) != len(headers):  # some name came twice (the mapping kept one of them)
+        seen: set[bytes] = set()
+        for name, _ in raw:
+            key = name.lower()
+            if key.startswith(b"mcp-"):  # the MCP headers: Mcp-Method, Mcp-Name, Mcp-Param-*, MCP-Protocol-Version
+                if key in seen and (key in _STANDARD or key.startswith(_PARAM_PREFIX)):
+                    return f"{key.decode('latin-1')} header appears more than once"
+                seen.add(key)
     params = msg.get("params")
     body: dict[str, Any] = params if isinstance(params, dict) else {}
     method = msg.get("method")
@@ -122,26 +125,28 @@ def mismatch(
     given = headers.get(METHOD_HEADER)
     if (modern or given is not None) and given != method:
         return f"{METHOD_HEADER} header does not match the request body's method"
-    member = NAME_OF.get(method) if isinstance(method, str) else None
+    member = NAME_OF.get(method) if method.__class__ is str else None
     if member is not None:
         value = body.get(member)
         sent = headers.get(NAME_HEADER)
         if value is not None and (modern or sent is not None):
             if sent is None:
                 return f"{NAME_HEADER} header is missing"
-            if not _safe(sent):
+            # (plain printable ASCII is safe; only the rest needs `_safe`'s second look)
+            if not (sent.isascii() and sent.isprintable()) and not _safe(sent):
                 return f"{NAME_HEADER} header carries invalid characters"
-            if decode_header_value(sent) != value:
+            # a header that is the value itself matches it, unless it is a sentinel, which says another
+            if (sent != value or sent.startswith("=?base64?")) and decode_header_value(sent) != value:
                 return f"{NAME_HEADER} header does not match the request body's {member!r} parameter"
-        if modern and method == "tools/call" and isinstance(value, str):
-            return _params_mismatch(headers, body, schema_of(value))
+        if modern and method == "tools/call" and value.__class__ is str:
+            schema = schema_of(value)
+            if isinstance(schema, dict) and designates(schema):
+                return _params_mismatch(headers, body, schema)
     return None
 
 
 def _params_mismatch(headers: dict[str, str], body: dict[str, Any], schema: Any) -> str | None:
     """The `Mcp-Param-*` headers against the arguments, for a tool whose schema designates any."""
-    if not isinstance(schema, dict) or not designates(schema):
-        return None
     for key, value in headers.items():
         if key.startswith(PARAM_PREFIX) and not _safe(value):
             return f"{key} header carries invalid characters"
@@ -165,6 +170,14 @@ class ModernSessions:
         self._own = own
         self._by_key: dict[tuple[str, str, str], Session] = {}
         self._dups = itertools.count(1)
+        #: `schema_lookup` of each endpoint, made once (every modern tools/call asks it)
+        self._schemas: dict[str | None, Callable[[str], Any]] = {}
+
+    def _schema_of(self, server: str | None) -> Callable[[str], Any]:
+        found = self._schemas.get(server)
+        if found is None:
+            found = self._schemas[server] = schema_lookup(self.gateway, server)
+        return found
 
     def session(self, server: str | None, identity: str, headers: dict[str, str], scope: Scope) -> Session:
         """The session of this endpoint, principal and agent: the one it had, or a new one counted
@@ -204,7 +217,14 @@ class ModernSessions:
         request through the gateway in its principal's session, as JSON or an event stream (True).
         For a legacy request, refuse it when the MCP headers it sent disagree with its body (True),
         else leave it to the frontend (False)."""
-        if not claims(msg, headers):
+        # `claims`, `is_modern` and `request_id` as one pass over the message: every modern call is
+        # taken apart here, so each look is made once
+        params = msg.get("params")
+        meta = params.get("_meta") if params.__class__ is dict else None
+        enveloped = meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta
+        if not enveloped and (msg.get("method") == "initialize" or headers.get(VERSION_HEADER) not in MODERN_VERSIONS):
+            # a legacy request (a handshake client's `initialize`; one in the 2026-07-28 envelope is
+            # refused as removed)
             why = mismatch(scope["headers"], headers, msg, modern=False, schema_of=_no_schema)
             if why is None:
                 return False
@@ -214,9 +234,10 @@ class ModernSessions:
             )
             await reply_json(send, 400, error(request_id(msg), ErrorCode.HEADER_MISMATCH, text))
             return True
-        rid = request_id(msg)
+        rid = msg.get("id")
+        if rid.__class__ is not str and rid.__class__ is not int:
+            rid = request_id(msg)  # (a bool, a float, an object: no id an answer can carry)
         is_request = "method" in msg and "id" in msg
-        where = server or (server_of(msg) if is_request else None)
         try:
             if not is_request:
                 # 2026-07-28 defines no client-to-server notification over HTTP (closing a response
@@ -225,21 +246,19 @@ class ModernSessions:
                     await reply(send, 202, b"")
                     return True
                 raise ProtocolError(ErrorCode.INVALID_REQUEST, "a 2026-07-28 client sends requests only", rid)
-            params = msg.get("params")
-            if not is_modern(params):
+            if not enveloped:
                 raise ProtocolError(
                     ErrorCode.INVALID_PARAMS,
                     f"params._meta is missing the required envelope key(s): {PROTOCOL_VERSION_META_KEY}",
                     rid,
                 )
-            why = mismatch(
-                scope["headers"], headers, msg, modern=True, schema_of=schema_lookup(self.gateway, server)
-            )
+            why = mismatch(scope["headers"], headers, msg, modern=True, schema_of=self._schema_of(server))
             if why is not None:
                 raise ProtocolError(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {why}", rid)
             assert isinstance(params, dict)
             checked_envelope(rid, params)  # routing reads it again (`envelope_of`)
         except ProtocolError as exc:
+            where = server or (server_of(msg) if is_request else None)
             await self.gateway.refused(msg, exc.code, exc.message, server=where, peer=peer(scope))
             await reply_json(send, 400, exc.to_message())
             return True
@@ -248,33 +267,48 @@ class ModernSessions:
         inner = msg
         if original in session.inflight:
             inner = {**msg, "id": f"{original}#{next(self._dups)}"}
-        status: list[int] = []
-
-        mrtr = self.gateway.traffic.mrtr
-
-        async def call(emit: Any) -> Message | None:
-            if mrtr.applies(inner):  # a call that may take input rounds (_mrtr.py)
-                answer = await mrtr.serve(session, inner, emit, size)
-            else:
-                answer = await self.gateway.handle_request(session, inner, emit, bytes_in=size)
-            if answer is not None:
-                if inner is not msg:
-                    answer = {**answer, "id": original}
-                err = answer.get("error")
-                if isinstance(err, dict) and err.get("code") in _STATUS:
-                    status.append(_STATUS[err["code"]])
-            return answer
-
-        async def send_status(event: dict[str, Any]) -> None:
-            if event["type"] == "http.response.start" and status and event["status"] == 200:
-                event = {**event, "status": status[0]}
-            await send(event)
-
+        if inner["method"] in INPUT_REQUIRED_METHODS:  # a call that may take input rounds (_mrtr.py)
+            run: Call = partial(self.gateway.traffic.mrtr.serve, session, inner, size=size)
+        else:
+            run = partial(self.gateway.handle_request, session, inner, bytes_in=size)
+        if inner is not msg:
+            run = _answered_as(run, original)
         if msg["method"] == "subscriptions/listen":
+            status: list[int] = []
+
+            async def call(emit: Any) -> Message | None:
+                answer = await run(emit)
+                if answer is not None:
+                    status.append(_status_of(answer))
+                return answer
+
+            async def send_status(event: dict[str, Any]) -> None:
+                if event["type"] == "http.response.start" and status and event["status"] == 200:
+                    event = {**event, "status": status[0]}
+                await send(event)
+
             await serve_stream(receive, send_status, call, original)  # long-lived, with keep-alives
         else:
-            await answer_request(receive, send_status, call, [])
+            await answer_request(receive, send, run, [], _status_of)
         return True
+
+
+def _status_of(answer: Message) -> int:
+    """The HTTP status of a modern request's answer (`_STATUS`, else 200)."""
+    err = answer.get("error")
+    code = err.get("code") if isinstance(err, dict) else None
+    return _STATUS.get(code, 200) if code.__class__ is int else 200
+
+
+def _answered_as(run: Call, original: Any) -> Call:
+    """`run`, whose request the gateway renamed (its id was in flight already), answered under the
+    client's own id."""
+
+    async def call(emit: Any) -> Message | None:
+        answer = await run(emit)
+        return {**answer, "id": original} if answer is not None else None
+
+    return call
 
 
 def _no_schema(name: str) -> Any:

@@ -115,7 +115,14 @@ class Holds:
         """Answer a modern client's call or retry: the result, or the next InputRequiredResult."""
         params = msg["params"]
         if params.get("requestState") is None and params.get("inputResponses") is None:
-            return await self._first(session, msg, emit, size)  # a first call: nothing to take apart
+            # A first call: nothing to take apart. Nothing can be asked of a client that declared none of
+            # elicitation, sampling and roots (`ask` would refuse every question), so its call needs no
+            # hold, no task of its own and no rounds: it runs here, and a question is refused as `ask`
+            # refuses it. (In this method, not a helper's: every modern call passes here.)
+            caps = params["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
+            if not isinstance(caps, dict) or _ASKABLE.isdisjoint(caps):
+                return await self.gw.handle_request(session, msg, self._refusing(session, emit), bytes_in=size)
+            return await self._hold(session, msg, emit, size, caps)
         rest, responses, state = retry_parts(params)
         try:
             hold = self._verify(session, msg, rest, responses, state)
@@ -129,16 +136,10 @@ class Holds:
             return exc.to_message()
         return await self._resume(hold, msg, responses or {}, emit)
 
-    async def _first(self, session: Session, msg: Message, emit: Emit | None, size: int) -> Message | None:
-        params = msg["params"]
-        caps = params["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
-        if not isinstance(caps, dict) or _ASKABLE.isdisjoint(caps):
-            # Nothing can be asked of a client that declared none of elicitation, sampling and roots
-            # (`ask` would refuse every question), so its call needs no hold, no task of its own and
-            # no rounds: it runs here, and a question is refused as `ask` refuses it.
-            return await self.gw.handle_request(session, msg, self._refusing(session, emit), bytes_in=size)
-        hold = Hold(self, session, msg["id"], msg["method"], call_body(msg["method"], params),
-                    caps if isinstance(caps, dict) else {})
+    async def _hold(self, session: Session, msg: Message, emit: Emit | None, size: int,
+                    caps: dict[str, Any]) -> Message | None:
+        """A first call of a client that can be asked: run as a task, held for its rounds."""
+        hold = Hold(self, session, msg["id"], msg["method"], call_body(msg["method"], msg["params"]), caps)
         self._by_call[(session.id, hold.rid)] = hold
         self._by_id[hold.id] = hold
         hold.task = asyncio.ensure_future(self.gw.handle_request(session, msg, hold.relay, bytes_in=size))

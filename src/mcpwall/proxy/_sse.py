@@ -33,8 +33,10 @@ def sse_event(msg: Message) -> bytes:
     return b"event: message\ndata: " + orjson.dumps(msg) + b"\n\n"
 
 
-async def answer_request(receive: Receive, send: Send, call: Call, extra: Headers) -> None:
-    """Answer with JSON, or upgrade to SSE as soon as a related message must go first."""
+async def answer_request(receive: Receive, send: Send, call: Call, extra: Headers,
+                         status_of: Callable[[Message], int] | None = None) -> None:
+    """Answer with JSON, or upgrade to SSE as soon as a related message must go first; `status_of`
+    gives a JSON answer's HTTP status (default `_asgi.status_for`; an event stream's is 200)."""
     streaming = False
     disconnected = False
     # Made by the first related message: most requests have none, and answer without it.
@@ -80,14 +82,14 @@ async def answer_request(receive: Receive, send: Send, call: Call, extra: Header
         if watcher is not None:
             watcher.cancel()
     if lock is None:
-        await answer(send, response, extra)
+        await answer(send, response, extra, status_of)
         return
     async with lock:
         if streaming:
             body = sse_event(response) if response is not None else b""
             await send({"type": "http.response.body", "body": body, "more_body": False})
         else:
-            await answer(send, response, extra)
+            await answer(send, response, extra, status_of)
 
 
 async def get_stream(receive: Receive, send: Send, session: Session | None, headers: dict[str, str],
