@@ -37,7 +37,7 @@ tests/security/test_calls_speed.py checks against the full reading on every text
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 from mcpwall.policy._calls_args import (
@@ -52,6 +52,7 @@ from mcpwall.policy._calls_args import (
     KEY_HOST,
     KEY_NO_FACTS,
     KEY_PLAIN,
+    KEY_STORED,
     KEY_URL,
     MAIL_ROLE,
     PATH_ROLE,
@@ -60,16 +61,18 @@ from mcpwall.policy._calls_args import (
     SEND_TOOL,
     SHELL_TOOL,
     SINKS,
+    STORE_TOOL,
     WRITE_TOOL,
     WRITES,
     Fact,
     key_class,
     key_role,
     place_key,
+    stored_key,
     tool_flags,
     tool_words,
 )
-from mcpwall.policy._calls_files import home, single_path
+from mcpwall.policy._calls_files import home, runs_place, single_path
 from mcpwall.policy._calls_net import BARE_URL, EMAIL, NETWORK_PROGRAMS, URL, dns_shaped, url_facts, url_host
 from mcpwall.policy._calls_secrets import (
     SecretFinder,
@@ -90,6 +93,9 @@ def text_facts(text: str, kind: int) -> tuple[Fact, ...]:
     """The facts one argument text gives on its own (its key's class aside), for `_spelling.spell`."""
     if kind == KEY_NO_FACTS:
         return ()
+    if kind == KEY_STORED:
+        # Data a tool keeps or sends (a file's content, a message): nothing in it runs, only its secrets leave.
+        return tuple((SECRETS, t) for t in secret_facts(text))
     if kind == KEY_PLAIN and len(text) < 16 and text.isascii() and text.replace(" ", "").isalnum():
         return ()  # a few short words or a number (the commonest text): no fact can be in it
     if kind == KEY_PLAIN and text and _QUIET.search(text) is None and not text[0].isspace() \
@@ -132,6 +138,22 @@ def _read(text: str, kind: int) -> tuple[Fact, ...]:
 
 
 # ---------------------------------------------------------------- the whole call
+
+
+def runs_written(arguments: object, depth: int = 0) -> bool:
+    """Whether a storing tool's arguments name a place whose files something runs (`_calls_files.runs_place`):
+    then what it writes there is not data (`~/.bashrc`, `/etc/cron.d/x`, `.git/hooks/pre-commit`). Every
+    text that is one path counts, whatever its key, and so does a mapping key that is one."""
+    if depth > 4:
+        return True
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        return bool(text) and single_path(text) and runs_place(text[7:] if text.startswith("file://") else text)
+    if isinstance(arguments, Mapping):
+        return any(runs_written(k, depth + 1) or runs_written(v, depth + 1) for k, v in arguments.items())
+    if isinstance(arguments, list | tuple):
+        return any(runs_written(v, depth + 1) for v in arguments)
+    return False
 
 
 def may_add_facts(flags: int, derived: list[tuple[int, str, str]]) -> bool:
@@ -221,6 +243,7 @@ __all__ = [
     "KEY_HOST",
     "KEY_NO_FACTS",
     "KEY_PLAIN",
+    "KEY_STORED",
     "KEY_URL",
     "KNOWN_PROGRAMS",
     "NETWORK_PROGRAMS",
@@ -228,6 +251,7 @@ __all__ = [
     "SECRETS",
     "SHELL_TOOL",
     "SINKS",
+    "STORE_TOOL",
     "WRITES",
     "Fact",
     "SecretFinder",
@@ -237,8 +261,10 @@ __all__ = [
     "key_class",
     "may_add_facts",
     "place_key",
+    "runs_written",
     "secret_finder",
     "set_secret_finder",
+    "stored_key",
     "text_facts",
     "tool_flags",
     "tool_words",

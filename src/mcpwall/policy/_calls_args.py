@@ -60,8 +60,43 @@ _PATH_KEYS = re.compile(
 )
 
 KEY_PLAIN, KEY_HOST, KEY_COMMAND, KEY_URL, KEY_CODE = 0, 1, 2, 3, 4
+#: A text the tool stores or sends as data and nothing runs (`stored_key`): only the secrets in it are facts.
+KEY_STORED: Final = 5
 #: Texts of which no fact is wanted (a response's, for response rules).
 KEY_NO_FACTS: Final = -1
+
+
+#: Keys whose value a file or message tool keeps as data: what a file holds, a message says, a search asks
+#: (`content`, `text`, `body`, an edit's `newText`, an editor's `file_text`).
+_STORED_KEY = re.compile(
+    r"(?:^|[_-])(?i:content|contents|text|body|message|messages|msg|description|title|subject|comment|comments|"
+    r"note|notes|summary|caption|markdown|md|html|reply|status|observations|observation|new_text|old_text|"
+    r"newtext|oldtext|new_string|old_string|new_str|old_str|file_text|insert_text|replacement)$"
+    r"|(?<=[a-z])(?:Content|Contents|Text|Body|Message|Description|Title|Subject|Comment|Note|Notes|Summary|"
+    r"Markdown|Html|String|Str)$"
+)
+#: Tool-name words of a web search engine's tool: its query is sent to the engine, not run or put in SQL.
+_WEB_SEARCH_WORDS: Final = frozenset(
+    {"web", "brave", "google", "bing", "duckduckgo", "ddg", "tavily", "exa", "internet", "serp", "serper", "news",
+     "perplexity", "kagi", "searx", "searxng", "wikipedia", "arxiv", "scholar", "youtube"}
+)
+#: A web search's question (`query`, `q`): sent to the engine. Elsewhere a `query` is SQL or a filter a server
+#: builds one from (`write_query`, `search_users`), and stays a text that may run.
+_QUERY_KEY = re.compile(r"(?i)^(?:query|q|search|search_query|searchquery|keywords?|question|prompt)$")
+_STORED_KEYS: dict[tuple[str, int], bool] = {}
+
+
+def stored_key(key: str, flags: int) -> bool:
+    """Whether a key of a storing tool (`STORE_TOOL` among its `flags`) holds data the tool keeps or sends
+    (`_STORED_KEY`; for a web search, its question too), cached by key."""
+    found = _STORED_KEYS.get((key, flags))
+    if found is None:
+        found = bool(flags & STORE_TOOL) and (
+            _STORED_KEY.search(key) is not None or bool(flags & WEB_SEARCH and _QUERY_KEY.match(key)))
+        if len(_STORED_KEYS) >= 4096:
+            _STORED_KEYS.clear()
+        _STORED_KEYS[(key, flags)] = found
+    return found
 
 
 def place_key(key: str) -> bool:
@@ -116,6 +151,11 @@ WRITE_TOOL: Final = 2
 #: The tool sends messages (its recipients are `mail` sinks, and it is a network sink itself).
 SEND_TOOL: Final = 4
 CALL_FACTS: Final = WRITE_TOOL | SEND_TOOL
+#: The tool keeps or sends texts as data and runs none (a file or message tool, a web search): the texts under
+#: its `stored_key`s are data (`_facts.prepare`), unless it writes a place something runs (`runs_written`).
+STORE_TOOL: Final = 8
+#: The tool asks a web search engine (its question is data too: `stored_key`).
+WEB_SEARCH: Final = 16
 _TOOL_FLAGS: dict[str, int] = {}
 
 
@@ -133,6 +173,10 @@ def tool_flags(name: str) -> int:
             flags |= WRITE_TOOL
         if not words.isdisjoint(SEND_WORDS):
             flags |= SEND_TOOL
+        if "search" in words and not words.isdisjoint(_WEB_SEARCH_WORDS):
+            flags |= WEB_SEARCH
+        if not flags & SHELL_TOOL and flags & (WRITE_TOOL | SEND_TOOL | WEB_SEARCH):
+            flags |= STORE_TOOL
         if len(_TOOL_FLAGS) >= 4096:
             _TOOL_FLAGS.clear()
         _TOOL_FLAGS[name] = flags
@@ -166,6 +210,7 @@ __all__ = [
     "KEY_HOST",
     "KEY_NO_FACTS",
     "KEY_PLAIN",
+    "KEY_STORED",
     "KEY_URL",
     "MAIL_KEYS",
     "MAIL_ROLE",
@@ -176,6 +221,8 @@ __all__ = [
     "SEND_WORDS",
     "SHELL_TOOL",
     "SINKS",
+    "STORE_TOOL",
+    "WEB_SEARCH",
     "WRITES",
     "WRITE_TOOL",
     "WRITE_WORDS",
@@ -183,6 +230,7 @@ __all__ = [
     "key_class",
     "key_role",
     "place_key",
+    "stored_key",
     "tool_flags",
     "tool_words",
 ]

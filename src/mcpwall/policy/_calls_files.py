@@ -113,6 +113,26 @@ def file_operands(program: str, args: list[str], out: list[Fact]) -> None:
         out.extend((WRITES, home(p)) for p in operands)
 
 
+#: Places whose files something runs or reads as commands or configuration: shell start-up files, cron and
+#: systemd, launch agents, git hooks, SSH's keys and rc, sudoers and the rest of /etc, the program
+#: directories (`bin`, `sbin`, `~/.local/bin`), autostart entries. A file tool's content written there is run
+#: (or decides who logs in); written elsewhere (`README.md`, `src/run.py`, `/workspace/build.sh`) it is data
+#: until something runs it, and that call is judged then.
+_RUN_PLACES: Final = re.compile(
+    r"(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|zshenv|zlogin|zlogout|cshrc|"
+    r"tcshrc|kshrc|xinitrc|xprofile|xsession|pam_environment|inputrc|envrc|npmrc|pypirc|netrc|gitconfig)$"
+    r"|(?:^|/)\.(?:ssh|gnupg|config/(?:fish|systemd|autostart)|kube|docker|aws)(?:/|$)"
+    r"|(?:^|/)(?:etc|var/spool|bin|sbin|usr/(?:local/)?s?bin|lib/systemd|usr/lib/systemd|boot|root)(?:/|$)"
+    r"|(?:^|/)\.local/bin/|^~/bin/|(?:^|/)\.git/hooks/|(?:^|/)\.husky/|(?:^|/)Library/(?:LaunchAgents|LaunchDaemons|"
+    r"StartupItems)/|\.(?:desktop|service|timer|plist)$|(?i:\\Start Menu\\|CurrentVersion\\Run)"
+)
+
+
+def runs_place(path: str) -> bool:
+    """Whether a file written at `path` (`~` for the home) is one something runs (`_RUN_PLACES`)."""
+    return _RUN_PLACES.search(home(path)) is not None
+
+
 #: Files an attacker names by a glob (`cat /e*c/pas*wd`): a glob operand that matches one is that file.
 _GLOB_TARGETS: Final = (
     "/etc/passwd", "/etc/shadow", "/etc/sudoers", "/etc/gshadow", "/etc/hosts", "~/.ssh/id_rsa",
@@ -153,4 +173,4 @@ def spelled_paths(facts: tuple[Fact, ...]) -> list[str]:
     return [t for k, t in facts if k == FILES and (t in written or "/." in t or _PUBLIC_READS.match(t) is None)]
 
 
-__all__ = ["basename", "file_operands", "home", "redirections", "single_path", "spelled_paths"]
+__all__ = ["basename", "file_operands", "home", "redirections", "runs_place", "single_path", "spelled_paths"]

@@ -139,11 +139,14 @@ _LOOPBACK = re.compile(r"localhost|127(?:\.\d{1,3}){3}|::1|0\.0\.0\.0|[\w.-]+\.l
 def url_facts(url: str, kind: str, out: list[Fact], carried: str = "") -> None:
     """Facts of a URL reached by `kind` (url, fetch, post...): its host, and what its query string carries.
 
-    A command's fetch or post to this machine (`curl localhost:3000/health`) is the sink `local`, unless
-    it carries something (`+exec`, `+file`): a developer's own service is not a destination data leaves to."""
+    A command's fetch or post to this machine (`curl localhost:3000/health`, `curl -d @payload.json
+    localhost:3000`) is the sink `local`, unless it sends what a command computes (`+exec`): a developer's own
+    service is not a destination data leaves to, and a file sent there meets the file rules."""
     host = url_host(url)
-    if kind in ("fetch", "post") and not carried and _LOOPBACK.fullmatch(host):
-        kind = "local"
+    if kind in ("fetch", "post") and carried in ("", "+file") and _LOOPBACK.fullmatch(host):
+        # A file posted to this machine (`curl -d @payload.json localhost:3000`) is a fixture sent to the
+        # developer's own server: the file rules judge the file (`-d @~/.ssh/id_rsa` is refused by them).
+        kind, carried = "local", ""
     if host:
         out.append((HOSTS, host))
         if dns_shaped(host):

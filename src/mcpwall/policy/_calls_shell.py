@@ -35,6 +35,17 @@ _PRINTS = (
                "sendmail", "tee", "xargs"})
     | LOOKUP
 )
+#: Variables the shell keeps of itself, which say nothing of the user, the machine or a secret (`echo $PWD`, `$?`).
+_SHELL_STATE: Final = frozenset(
+    {"IFS", "PWD", "OLDPWD", "RANDOM", "SECONDS", "LINENO", "SHLVL", "BASH_VERSION", "ZSH_VERSION", "COLUMNS",
+     "LINES", "EPOCHSECONDS", "EPOCHREALTIME", "PIPESTATUS", "OPTIND", "OPTARG", "REPLY", "BASH_SOURCE",
+     "FUNCNAME", "BASH_LINENO", "SRANDOM"}
+)
+#: Options of an HTTP client whose value presents a credential to the server it calls (a header only when it
+#: is `Authorization:`): the variable in it goes where the command sends its request, as intended.
+_CREDENTIAL_OPTS: Final = frozenset({"-H", "--header", "--oauth2-bearer", "-u", "--user", "--http-password",
+                                     "--password"})
+_HTTP_CLIENTS: Final = frozenset({"curl", "wget", "http", "https", "xh"})
 #: Programs that print the whole environment when run without operands.
 _ENV_DUMPS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "compgen", "get-childitem"})
 #: The programs a command argument usually starts with: a text under any key that has shell syntax
@@ -68,9 +79,18 @@ def _env_reads(program: str, args: list[str], out: list[Fact]) -> None:
             out.append((ENV, "*"))
         return
     if program in _PRINTS:
+        option = ""
         for word in args:
+            if option:  # `-H "Authorization: Bearer $TOKEN"`: a credential shown to the service it is for
+                header = option in ("-H", "--header")
+                option = ""
+                if not header or word.lower().startswith("authorization:"):
+                    continue
+            elif word in _CREDENTIAL_OPTS and program in _HTTP_CLIENTS:
+                option = word
+                continue
             for name in _ENV_VAR.findall(word):
-                if name != "IFS":
+                if name not in _SHELL_STATE:
                     out.append((ENV, name))
 
 

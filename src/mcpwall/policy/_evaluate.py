@@ -28,7 +28,7 @@ from mcpwall.policy._calls import FACT_INDEX
 from mcpwall.policy._compile import CompiledPolicy, CRule
 from mcpwall.policy._decision import PRECEDENCE, Action, Decision, RuleTrace
 from mcpwall.policy._facts import Call, Context, Facts
-from mcpwall.policy._plan import Hooks, decide_fast
+from mcpwall.policy._plan import INERT_BLIND, Hooks, decide_fast
 from mcpwall.policy._view import View
 
 _DECIDING = {"allow": "allow", "deny": "deny", "warn": "warn", "ask": "ask",
@@ -91,10 +91,12 @@ def _texts(rule: CRule, view: View, exempt: bool) -> Iterator[tuple[str, str]]:
         return
     if target == "network" and exempt:
         values = view.free_net_values()
-    elif exempt and target in ("file", "process", "argValue"):
+    elif exempt and target in ("file", "process", "argValue", "runnable"):
         values = view.free_path_values()
     else:
         values = facts.values
+    if facts.inert and target in INERT_BLIND:
+        values = tuple(v for v in values if v.path not in facts.inert)
     if rule.restrictive:
         for v in values:
             for text in v.variants:

@@ -25,12 +25,16 @@ from mcpwall.policy._calls import (
     KEY_HOST,
     KEY_NO_FACTS,
     KEY_PLAIN,
+    KEY_STORED,
     KEY_URL,
     SHELL_TOOL,
+    STORE_TOOL,
     call_facts,
     key_class,
     may_add_facts,
     place_key,
+    runs_written,
+    stored_key,
     tool_flags,
 )
 from mcpwall.policy._host import is_host_key
@@ -122,6 +126,11 @@ class Facts(NamedTuple):
     #: What the call touches, runs, sends and lets out (`_calls.py`): (index into `_calls.FACT_TARGETS`,
     #: text, the argument's path), matched by the rules whose target is that fact.
     derived: tuple[tuple[int, str, str], ...] = ()
+    #: Paths of the values the tool keeps or sends as data and nothing runs (a file tool's content, a message's
+    #: body, a web search's question: `_calls_args.stored_key`): the rules on what a call touches, reaches and
+    #: runs (`file`, `network`, `process`, `runnable`) do not read them; `argValue` rules and the secrets in
+    #: them (`secrets_out`) do.
+    inert: tuple[str, ...] = ()
 
 
 def _scalar_text(value: Any) -> str | None:
@@ -203,12 +212,12 @@ def _key_kind(key: str) -> int:
 
 
 class _Walker:
-    __slots__ = ("derived", "env_keys", "facts", "home", "keys", "plain", "realpath", "resolver", "shell",
-                 "spelled", "truncated", "values")
+    __slots__ = ("derived", "env_keys", "facts", "home", "inert", "keys", "plain", "realpath", "resolver", "shell",
+                 "spelled", "stores", "truncated", "values")
 
     def __init__(self, home: str | None, realpath: Callable[[str], str] | None,
                  resolver: Callable[[str], tuple[str, ...] | None] | None = None, facts: bool = True,
-                 shell: bool = False) -> None:
+                 shell: bool = False, stores: int = 0) -> None:
         self.values: list[ArgValue] = []
         self.keys: list[tuple[str, str]] = []
         self.env_keys: list[str] = []
@@ -224,6 +233,9 @@ class _Walker:
         #: The key class of a text under a key that says nothing of it.
         self.plain = KEY_NO_FACTS if not facts else (KEY_COMMAND if shell else KEY_PLAIN)
         self.spelled = spelled_cache(home, self.plain)
+        #: The tool's flags when it keeps or sends texts as data (`_calls_args.STORE_TOOL`), else 0.
+        self.stores = stores
+        self.inert: list[str] = []
 
     def walk(self, value: Any, path: str, key: str, depth: int) -> None:
         if len(self.values) + len(self.keys) >= MAX_VALUES or depth > MAX_DEPTH:
@@ -296,7 +308,12 @@ class _Walker:
 
     def _leaf(self, text: str, path: str, key: str) -> None:
         bits = _key_kind(key) if key else 0
-        if not bits & (_HOST_BIT | _COMMAND_BIT | _URL_BIT | _CODE_BIT):
+        if self.stores and not bits & (_HOST_BIT | _COMMAND_BIT | _URL_BIT | _CODE_BIT | _PATH_KEY_BIT) \
+                and stored_key(key, self.stores):
+            # A file's content, a message's body: data, of which only the secrets are facts (`Facts.inert`).
+            self.inert.append(path)
+            cache = spelled_cache(self.home, KEY_STORED)
+        elif not bits & (_HOST_BIT | _COMMAND_BIT | _URL_BIT | _CODE_BIT):
             cache = self.spelled
             if self.shell and ("[" in path or "." in path or bits & _PLACE_BIT):
                 # A shell tool runs its top-level texts (`terminal(input="id")`), not a list's items (tags).
@@ -382,8 +399,10 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
     if home is None:
         home = _HOME
     flags = tool_flags(call.name)
+    # A file or message tool's texts are data, unless it writes where something runs them (`~/.bashrc`).
+    stores = flags if flags & STORE_TOOL and not runs_written(call.arguments) else 0
     walker = _Walker(home, _default_realpath if resolve_symlinks else None,
-                     _default_resolver if resolve_hosts else None, shell=bool(flags & SHELL_TOOL))
+                     _default_resolver if resolve_hosts else None, shell=bool(flags & SHELL_TOOL), stores=stores)
     walker.walk(call.arguments, "", "", 0)
     derived = walker.derived
     if flags or (len(derived) > 1 and may_add_facts(flags, derived)):  # a secret and a sink take two facts
@@ -391,7 +410,7 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
     # As `Facts(call, values, ...)`, without the NamedTuple's `__new__` (see `_Walker._leaf`).
     return tuple.__new__(Facts, (call, tuple(walker.values), tuple(walker.keys), tuple(walker.env_keys),
                                  _response_texts(call.result), walker.truncated,
-                                 tuple(derived) if derived else ()))
+                                 tuple(derived) if derived else (), tuple(walker.inert) if walker.inert else ()))
 
 
 __all__ = ["ArgValue", "CachedRealpath", "Call", "Context", "Facts", "local_now", "prepare"]

@@ -18,6 +18,8 @@ Target = Literal[
     "command", "file", "network", "env", "process",
     # ours
     "tool", "server", "resource", "prompt", "argName", "argValue", "response",
+    # the argument values that may run: argValue without the data a tool keeps or sends (`Facts.inert`)
+    "runnable",
     # what the call touches, runs and sends (`_calls.py`, issue 25)
     "secrets_out", "sinks", "touches.files", "touches.writes", "touches.programs", "touches.hosts", "touches.env",
 ]

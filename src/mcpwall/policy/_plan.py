@@ -33,6 +33,8 @@ _CACHE_SIZE = 65536
 _PLAN_CACHE_SIZE = 8192
 #: Targets whose rules look at a call's names (tool, description, server, URI, prompt).
 _NAME_LEVEL = frozenset({"command", "process", "tool", "server", "resource", "prompt"})
+#: Targets about what a call touches, reaches and runs: they skip the data a tool keeps or sends (`Facts.inert`).
+INERT_BLIND = frozenset({"file", "network", "process", "runnable"})
 
 
 def text_kinds(rule: CRule) -> int:
@@ -43,7 +45,7 @@ def text_kinds(rule: CRule) -> int:
         return KEYS
     if t == "env":
         return VALUES | ENV
-    if t in ("file", "network", "argValue", "process"):
+    if t in ("file", "network", "argValue", "process", "runnable"):
         return VALUES
     if t == "resource":
         return URI
@@ -115,6 +117,8 @@ class FastIndex:
         self.values_canonical = mask(lambda i, r: bool(kinds[i] & VALUES) and not r.restrictive)
         self.uri_restrictive = mask(lambda i, r: bool(kinds[i] & URI) and r.restrictive)
         self.uri_canonical = mask(lambda i, r: bool(kinds[i] & URI) and not r.restrictive)
+        #: Rules that do not read the values a tool keeps or sends as data (`Facts.inert`).
+        self.inert_blind = mask(lambda i, r: r.target in INERT_BLIND)
         self.key_rules = mask(lambda i, r: bool(kinds[i] & KEYS))
         self.env_rules = mask(lambda i, r: bool(kinds[i] & ENV))
         self.window_rules = mask(lambda i, r: r.window is not None)
@@ -357,16 +361,18 @@ def decide_fast(policy: CompiledPolicy, facts: Facts, ctx: Context, hooks: Hooks
     scope = plan.arg_mask
     if scope:  # the rules the call's argument texts match (a call frame here would be ~3% of a decision)
         texts = index.texts
+        inert = facts.inert
         for v in facts.values:
             raw_hits = -1  # variants[0] is the text as sent
+            seen = scope & ~index.inert_blind if inert and v.path in inert else scope
             for text in v.variants:
                 hits = texts.get(text)
                 if hits is None:
                     hits = index.new_text(text)
                 if raw_hits == -1:
                     raw_hits = hits
-                if hits & scope:
-                    found |= _value_hits(plan, v, text, hits, raw_hits)
+                if hits & seen:
+                    found |= _value_hits(plan, v, text, hits & seen, raw_hits)
         if plan.key_scope or plan.env_scope:
             found |= _key_hits(index, plan, facts)
         fact_scope = plan.fact_scope
@@ -429,4 +435,4 @@ def _decide_mask(policy: CompiledPolicy, plan: Plan, facts: Facts, found: int, f
     return decide(policy, matched, None, facts, allowlisted=plan.allowlisted, implicit=None)
 
 
-__all__ = ["FastIndex", "Hooks", "Plan", "build_plan", "decide_fast", "plan_for", "text_kinds"]
+__all__ = ["INERT_BLIND", "FastIndex", "Hooks", "Plan", "build_plan", "decide_fast", "plan_for", "text_kinds"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-from mcpwall.policy._calls import KEY_HOST, KEY_NO_FACTS, KEY_PLAIN, SECRETS, Fact, text_facts
+from mcpwall.policy._calls import KEY_HOST, KEY_NO_FACTS, KEY_PLAIN, KEY_STORED, SECRETS, Fact, text_facts
 from mcpwall.policy._calls_files import spelled_paths
 from mcpwall.policy._calls_secrets import seed_only
 from mcpwall.policy._host import canonical_host, canonical_ip, host_value
@@ -77,9 +77,9 @@ def spell(text: str, home: str | None, kind: int) -> Spelled:
     """The spellings of `text` that do not change with time, computed afresh (`_Walker._leaf` caches them).
 
     `kind` is the class of the text's key (`_calls.key_class`): a host, a command line, a URL or plain."""
-    if kind in (KEY_PLAIN, KEY_NO_FACTS) and quiet(text):
+    if kind in (KEY_PLAIN, KEY_NO_FACTS, KEY_STORED) and quiet(text):
         # The quick answer (`quiet`): twelve words or more may still be a seed phrase.
-        facts = _SEED_PHRASE if kind == KEY_PLAIN and seed_only(text) else _NO_FACTS
+        facts = _SEED_PHRASE if kind != KEY_NO_FACTS and seed_only(text) else _NO_FACTS
         return tuple.__new__(Spelled, ((text,), text, (), (), facts))
     return spell_full(text, home, kind)
 
@@ -90,7 +90,9 @@ def spell_full(text: str, home: str | None, kind: int) -> Spelled:
     variants, canonical = forms(text, home)
     # `r\\m -rf /`, `'rm' -rf /`, `a; rm -rf ~`: each command as the shell runs it, for the
     # restrictive rules (the canonical, which allow rules see, stays the text's own).
-    shell = command_texts(text)
+    # A text a tool keeps or sends as data (KEY_STORED: a file's content, a message) is not split as a shell
+    # would run it: nothing runs it (`_calls_args.stored_key`).
+    shell = command_texts(text) if kind != KEY_STORED else ()
     if shell:
         variants += tuple(t for t in shell if t not in variants)
     facts = text_facts(text, kind)

@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from mcpwall.policy import Call, CompiledPolicy, Context, evaluate, prepare
+from mcpwall.policy._calls_args import stored_key, tool_flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,9 @@ def _corpus() -> tuple[Payload, ...]:
 
 
 CORPUS: tuple[Payload, ...] = _corpus()
+#: What a payload does in the data a tool keeps or sends (a file's content, a message: `Facts.inert`): only a
+#: Log4j lookup (logged anywhere) and a NUL byte act there; a command or a path in it is text, not a bypass.
+_DATA_PAYLOADS = frozenset({"jndi", "nul-byte"})
 
 #: mcp-seatbelt's offline tool names.
 COMMON_TOOLS = ("bash", "sh", "zsh", "python", "node", "eval_tool", "exec_tool", "read_file", "write_file",
@@ -255,6 +259,8 @@ def fuzz_tool(policy: CompiledPolicy, tool: str, *, server: str = "", schema: An
             if keys:
                 placements.append(keys[(i + j) % len(keys)])
             for key, as_list in placements:
+                if payload.category not in _DATA_PAYLOADS and stored_key(key, tool_flags(tool)):
+                    continue
                 args = {**base, key: [payload.value] if as_list else payload.value}
                 _check(policy, result, tool, server, description, args, key, payload, moments)
     return result
