@@ -205,16 +205,7 @@ def test_a_check_that_passes_directly_passes_through_mcpwall(runs: Runs, path: s
 
 
 #: Client scenarios mcpwall fails as the client of its upstream today, with the reason (checked strictly).
-CLIENT_GAPS: dict[tuple[str, str], str] = {
-    (MODERN, "request-metadata"): "the gateway opens its upstream with `initialize`, so its requests carry no "
-                                  "per-request `_meta` (issue 24 item 2, modern upstreams)",
-    (MODERN, "sep-2322-client-request-state"): "the gateway does not answer an upstream's InputRequiredResult "
-                                               "itself (issue 24 items 2 and 3)",
-    (MODERN, "http-invalid-tool-headers"): "a tool whose x-mcp-header is the empty string is still listed and "
-                                           "called (the ten other invalid designations are dropped)",
-    (MODERN, "http-custom-headers"): "the driver calls each tool with a value for every argument, all plain "
-                                     "ASCII: omitting a null parameter and base64 are never exercised",
-}
+CLIENT_GAPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize(("revision", "scenario"),
