@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -176,10 +176,14 @@ _WRAP_ENV_DROP = ("MCPWALL_TOKEN", "MCPWALL_GATEWAY_TOKEN", "MCPWALL_LEDGER_KEY"
 @click.option("--process-name", default="", help="Process name recorded in the ledger.")
 @click.option("--ledger", "ledger_url", default=None, help="Ledger database (default <home>/ledger.db).")
 @click.option("--log-level", default="WARNING", show_default=True)
+@click.option("--era", type=click.Choice(["auto", "legacy", "modern"]), default="auto", show_default=True,
+              help="Protocol era to speak to the server (servers.X.era): auto opens with initialize and speaks "
+                   "2026-07-28 to a server that refuses it; modern speaks 2026-07-28 to a dual-era server too.")
 @home_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def wrap(name: str, policy_file: Path | None, agent: str, process_name: str, ledger_url: str | None,
-         log_level: str, home: Path | None, command: tuple[str, ...]) -> None:
+         log_level: str, era: Literal["auto", "legacy", "modern"], home: Path | None,
+         command: tuple[str, ...]) -> None:
     """Guard one stdio server in place: mcpwall wrap --name fs -- npx -y @modelcontextprotocol/server-filesystem /tmp
 
     The client launches this instead of the server; mcpwall starts the server,
@@ -196,7 +200,7 @@ def wrap(name: str, policy_file: Path | None, agent: str, process_name: str, led
         raise click.UsageError("give the server command after the options, e.g. -- npx -y some-mcp-server")
     configure_logging(log_level)
     env = {k: v for k, v in os.environ.items() if k not in _WRAP_ENV_DROP}
-    spec = ServerSpec(command=argv[0], args=argv[1:], env=env)
+    spec = ServerSpec(command=argv[0], args=argv[1:], env=env, era=era)
     settings = GatewaySettings(home=resolve_home(home), policy_path=policy_file, extra_servers={name: spec},
                                only_server=name, insecure_no_auth=True)
     settings.extras = {"ledger_url": ledger_url, "frame_listen": [], "state_url": state_url(None)}
