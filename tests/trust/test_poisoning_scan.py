@@ -239,7 +239,7 @@ def test_self_promotion_is_reported() -> None:
 
 
 def test_an_oversized_description_is_reported() -> None:
-    found = scan_tool(tool("Reads. " + "word " * 2000, "reader"))
+    found = scan_tool(tool("Reads. " + "word " * 4000, "reader"))
     assert "oversized_description" in kinds(found)
 
 

@@ -54,8 +54,9 @@ STRONG_SECRET = (r"(?:\b(?:(?:ssh|pgp|gpg|tls|ssl|rsa|wallet|the user'?s|users'?
                   r"|\b(?:saved|stored|browser|keychain)\s+passwords\b|\bsession cookies\b|\bwallet\.dat\b"
                   r"|\bcredentials? files?\b|\.env files?\b|\bkeychains?\b"
                  r"|\b(?:ssh|gpg|pgp)\s+keys\s+(?:found|stored|located|lying|kept)\s+(?:in|on|under)\b)")
-#: Off the machine: over a network protocol, to a server, a URL or an endpoint (whoever runs it).
-OUT_OF_MACHINE = (r"\b(?:over|via|through|using|by|with|to|towards|into|onto|at)\s+(?:an?\s+|the\s+|our\s+|my\s+|some\s+"
+#: Off the machine: over a network protocol, to a server, a URL or an endpoint (whoever runs it). One group:
+#: the rules append it, and an alternative left bare would match alone (any e-mail address was "exfiltration").
+OUT_OF_MACHINE = (r"(?:\b(?:over|via|through|using|by|with|to|towards|into|onto|at)\s+(?:an?\s+|the\s+|our\s+|my\s+|some\s+"
                    r"|any\s+|its\s+|configured\s+|given\s+|specified\s+|public\s+|remote\s+|external\s+|web\s+)*"
                    r"(?:https?|http post|post requests?|ftp|smtp|e-?mail|dns|irc|websockets?|the (?:inter)?net(?:work)?"
                    r"|internet|network|servers?|hosts?|endpoints?|urls?|webhooks?|web ?hooks?|apis?|sites?|websites?"
@@ -63,7 +64,7 @@ OUT_OF_MACHINE = (r"\b(?:over|via|through|using|by|with|to|towards|into|onto|at)
                   r"|(?:[a-z0-9-]+\.)+(?!(?:pem|key|keys|txt|json|bak|pub|gpg|asc|p12|pfx|der|crt|ppk|env|ya?ml|toml"
                   r"|ini|cfg|conf|log|zip|tar|gz|kdbx|db|sqlite)\b)[a-z]{2,})\b"
                    r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b|\bout of the (?:machine|network|host)\b|\boff(?:-| )?(?:site|machine|host)\b"
-                  r"|\b(?:them|it|these|those)\s+out\b")
+                  r"|\b(?:them|it|these|those)\s+out\b)")
 
 #: An attack on machines the user owns or may test (a pentest, a lab, a CTF) is a security team's tool.
 AUTHORISED = re.compile(r"\b(?:authori[sz]ed|with permission|permitted|your own|you own|consent|pentest\w*|penetration"

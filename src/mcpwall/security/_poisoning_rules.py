@@ -47,8 +47,13 @@ _NEGATED = re.compile(r"\b(?:never|not|don'?t|no one|nobody|won'?t|shouldn'?t|av
 _ERROR_LEAD = (r"(?:^|[\s\"'{\[(])(?:error|err|exception|failed|failure|unauthori[sz]ed|forbidden|access denied)\b"
                r"[\"']?\s*[:=-]?[^\n]{0,160}?\b")
 #: "use the retry_after value": a parameter or a field, not a tool.
-_NOT_A_TOOL = re.compile(r"[`'\"\u2019\u201d]?\s*(?:value|field|param\w*|header|argument|option|key|setting|flag"
-                         r"|variable|property|attribute)s?\b", re.IGNORECASE)
+_NOT_A_TOOL = re.compile(r"[`'\"\u2019\u201d]?\s*(?:(?:value|field|param\w*|header|argument|option|key|setting|flag"
+                         r"|variable|property|attribute)s?\b|=)", re.IGNORECASE)
+#: "System paths and hidden config directories (e.g. "/etc", "~/.ssh") are rejected": a path the tool refuses.
+_REFUSED_AFTER = re.compile(r"[^.\n]{0,40}?\b(?:are|is|will be|get|gets)\s+(?:always\s+)?(?:rejected|refused|denied"
+                            r"|blocked|not (?:allowed|permitted|accepted|readable)|forbidden|disallowed|excluded)\b", re.IGNORECASE)
+_REFUSED_BEFORE = re.compile(r"\b(?:reject\w*|refus\w*|block\w*|den(?:y|ies|ied)|disallow\w*|forbid\w*|exclud\w*"
+                             r"|protect\w*)\b[^.\n]{0,50}$", re.IGNORECASE)
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
 
@@ -180,6 +185,11 @@ RULES: tuple[Rule, ...] = (
        rf"\b(?:use|call|invoke|run|execute|trigger|using|calling|invoking)\s+(?:the\s+)?(?:{_Q}{_NAME}{_Q}|{_SNAKE})",
        reject_after=_NOT_A_TOOL),
     # -- preconditions: "before you answer, first call X" (1)
+    # before every other tool: an order about the tools of other servers too
+    _r("precondition-any", "precondition", 1,
+       r"\b(?:before|prior to)\s+(?:(?:doing\s+)?any(?:thing)? (?:else|other)|you (?:do anything|use any|call any)"
+       r"|(?:using|calling|invoking|running) (?:any|every|another|other|all)\b)"
+       r"|\b(?:first|always) (?:call|use|run|invoke) this (?:tool|function)\b[^.\n]{0,30}?\b(?:before|prior to)\b"),
     _r("precondition", "precondition", 1,
        r"\b(?:before|prior to)\s+(?:using|calling|invoking|processing|accessing|attempting|retrieving|running"
        r"|executing|proceeding"
@@ -191,10 +201,13 @@ RULES: tuple[Rule, ...] = (
        rf"|\brequires? (?:calling |that you call |you to call )?{_Q}?{_NAME}{_Q}? (?:to be called )?first\b"
        r"|\b(?:in order to|to) (?:get|see|receive|obtain|access) (?:the )?(?:results?|data|output|response),? you\b"),
     # -- tampering with the arguments the user asked for (1)
+    # "set filterByTestsResult to 'failure'": how to call the tool; changing the value the user gave is tampering
+    _r("set-value", "tamper", 1,
+       rf"\bset\s+(?:the\s+)?{_Q}?[\w.-]+{_Q}?\s+(?:parameter|argument|param|field|value|option|setting)?\s*"
+       rf"(?:to|with|into)\s+[{_Q[1:-1]}0-9]"),
     _r("param-tamper", "tamper", 1,
-       rf"\b(?:change|set|modify|replace|override|switch|rewrite|alter|force)\s+(?:the\s+)?{_Q}?[\w.-]+{_Q}?\s+"
+       rf"\b(?:change|modify|replace|override|switch|rewrite|alter|force)\s+(?:the\s+)?{_Q}?[\w.-]+{_Q}?\s+"
        rf"(?:parameter|argument|param|field|value|option|setting)?\s*(?:to|with|into)\s+[{_Q[1:-1]}0-9]"
-       r"|\balways (?:change|set|use|replace|add|include|append|prepend|send|cc|bcc|copy|forward)\b"
        r"|\b(?:bcc|cc)\s*:?\s+[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
        r"|\badd\s+[\w.+-]+@[\w-]+(?:\.[\w-]+)+\s+(?:to|as|in)\s+(?:the\s+)?(?:bcc|cc|recipients?)\b"
        r"|\b(?:bcc|cc)\s+(?:field|header|line|recipients?|address)\b[^.\n]{0,30}?\b(?:is|are|will be|must be"
@@ -206,13 +219,18 @@ RULES: tuple[Rule, ...] = (
        r"|queries|data|traffic|emails?|messages?) (?:to|through|via)\b"
        r"|\b(?:suggest|recommend|direct (?:them|the user) to|tell (?:them|the user) to)\s+(?:visiting|using|go(?:ing)?"
        r" to|try(?:ing)?)\b[^\n]{0,50}?\binstead\b"),
+    # "always use absolute paths", "always include unit prices": how to call this tool, or (in a result, beside
+    # something aimed) an order
+    _r("always-do", "tamper", 1,
+       r"\balways (?:change|set|use|replace|add|include|append|prepend|send|cc|bcc|copy|forward)\b"),
     # -- moving data the model holds into a parameter or a message (1)
     _r("smuggle", "smuggle", 1,
        r"\b(?:pass|include|put|send|add|append|insert|provide|supply|attach|embed|copy)\s+(?:it|its (?:content|contents"
        r"|value)|the (?:content|contents|result|output|value|file|key|token)s?|them|this|that|these|those)\b[^.\n]{0,30}?"
        rf"\b(?:as|in|into|inside|within|to|via) (?:the |a |an )?(?:{_Q}?[\w-]+{_Q}? )?"
        r"(?:parameter|argument|param|field|arg)\b"
-       r"|\b(?:prepend|append|attach|include|add|insert|embed|concatenat\w*|paste|put|send|pass|provide|supply)\w*\s+"
+       r"|\b(?:prepend|append|attach|include|add|insert|embed|concatenat\w*|paste|put|send|pass|provide|supply)"
+       r"(?:e?s|e?d|ing)?\s+"
        r"(?:the\s+)?(?:full\s+|entire\s+|raw\s+|complete\s+|exact\s+|whole\s+)?(?:contents?|text|value|output|body)"
        r"\s+of\s+(?:the\s+|your\s+|their\s+)?[~/.$%\w]"),
     # -- secrets and shell startup files (1)
@@ -221,7 +239,8 @@ RULES: tuple[Rule, ...] = (
        r"|zsh_history|bashrc|zshrc|profile|bash_profile)"
        r"|(?:^|[\s'\"`(/])\.(?:bashrc|zshrc|bash_profile|profile|netrc|npmrc|pypirc|git-credentials)\b"
        r"|/\.(?:ssh|aws|gnupg|kube)/|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|/etc/(?:passwd|shadow|sudoers)\b"
-       r"|\bmcp\.json\b|claude_desktop_config"),
+       r"|\bmcp\.json\b|claude_desktop_config",
+       reject_after=_REFUSED_AFTER, reject_before=_REFUSED_BEFORE),
     # -- the same, named in words: a definition has little reason to, but a document, an e-mail or a
     #    search result talks about passwords and API keys all the time (1; 0 in results)
     _r("sensitive-word", "sensitive", 1,
@@ -345,7 +364,9 @@ PROMO_RULES: tuple[Rule, ...] = (
        r"|\b(?:instead of|over|rather than)\s+(?:any\s+|all\s+)?(?:other|the other|similar|competing)\s+"
        r"(?:tools?|options|alternatives|functions)\b"
        r"|\bthe\s+(?:ultimate|premium|professional|pro|enhanced|advanced|superior|official|upgraded|improved"
-       r"|better|latest|enterprise)\s+version\b"),
+       r"|better|enterprise)\s+version\b"
+       # "looks up the latest version" of a plugin or a data source is no claim; of this tool it is
+       r"|\b(?:this is|i am|use|call|now)\s+the\s+latest\s+version\b|\bthe latest version of this\b"),
     _r("superlative", "hype", 1,
        r"\b(?:superior|unmatched|unparall?eled|unrivall?ed|pinnacle|cutting[- ]edge|state[- ]of[- ]the[- ]art"
        r"|world[- ]class|industry[- ](?:leading|standard)|award[- ]winning|enterprise[- ]grade|revolutionary"
@@ -377,6 +398,43 @@ TONE_GROUPS = frozenset({"authority", "directive", "script", "halt", "role"})
 def aimed(found: list[Hit]) -> bool:
     """Whether `found` holds more than tone: a group that aims at something the agent can do."""
     return any(h.weight > 0 and h.group not in TONE_GROUPS for h in found)
+
+
+#: In a definition, the rules that guide the model through the server's own work: a tone ("IMPORTANT:",
+#: "CRITICAL REQUIREMENTS:", "you MUST", "tell the user to migrate"), an order to call a tool or to call it
+#: first ("call download_paper first", "before calling this tool, call X"), "always use absolute paths",
+#: and words like "password" or "credentials" (an IAM tool documents them). Real servers write these
+#: all the time (tests/trust/public); alone they aim at nothing: a definition is flagged when something
+#: else in it does (a path or a command, data to move or send, concealment, a forged speaker, a claim
+#: about a tool, another server's tool, an order before every answer or every other tool).
+GUIDANCE_RULES = frozenset({"directive", "authority-caps", "authority", "script-user", "halt", "role-caps",
+                            "tool-call", "tool-call-explicit", "precondition", "always-do", "sensitive-word",
+                            "error-tool", "address-model", "set-value"})
+
+
+def guidance_only(found: list[Hit]) -> bool:
+    """Whether every weighed hit of a definition's text is guidance (`GUIDANCE_RULES`)."""
+    return all(h.weight == 0 or h.rule in GUIDANCE_RULES for h in found)
+
+
+#: An obligation to call a tool by name: "you must also call the fetch function", "must first call `fetch`".
+_CALLED = re.compile(rf"\b(?:must|should|shall|needs? to|has to|have to|required to|always|first)\s+(?:also\s+|first\s+"
+                     rf"|always\s+|then\s+)?(?:call|use|invoke|run|execute|trigger)\s+(?:the\s+)?"
+                     rf"(?:{_Q}([A-Za-z][\w.-]*){_Q}|({_SNAKE})\b(?!\s*=)|([A-Za-z][\w-]*)\s+(?:tool|function)\b"
+                     rf"|(?:tool|function)\s+(?:{_Q}([A-Za-z][\w.-]*){_Q}|({_SNAKE})\b))", re.IGNORECASE)
+_NOT_CALLED = frozenset({"this", "that", "the", "a", "an", "same", "other", "another", "any", "each", "every", "which",
+                         "new", "next", "first", "previous", "right", "correct", "appropriate", "relevant", "above"})
+
+
+def called(text: str) -> set[str]:
+    """The tools `text` obliges the model to call, by name ("must first call `fetch`", "you must also call the
+    fetch function"); constants (`ANY_OF`) are not tools."""
+    out = set()
+    for m in _CALLED.finditer(text):
+        name = next(g for g in m.groups() if g)
+        if name.lower() not in _NOT_CALLED and not name.isupper():
+            out.add(name)
+    return out
 
 
 #: Groups that mean "another tool is being talked about".
@@ -441,5 +499,5 @@ def evidence(text: str, found: list[Hit], width: int = 60, limit: int = 3) -> st
     return "; ".join(parts)
 
 
-__all__ = ["CROSS_TOOL_GROUPS", "PROMO_RULES", "RULES", "TONE_GROUPS", "Hit", "Rule", "aimed", "evidence", "hits",
-           "promo_hits", "score"]
+__all__ = ["CROSS_TOOL_GROUPS", "GUIDANCE_RULES", "PROMO_RULES", "RULES", "TONE_GROUPS", "Hit", "Rule", "aimed",
+           "called", "evidence", "guidance_only", "hits", "promo_hits", "score"]

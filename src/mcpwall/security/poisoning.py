@@ -35,7 +35,7 @@ from mcpwall.security._poisoning_capability import capabilities
 from mcpwall.security._poisoning_chars import find_hidden, visible_text
 from mcpwall.security._poisoning_copies import CopyIndex
 from mcpwall.security._poisoning_finding import SEVERITIES, Finding, worst
-from mcpwall.security._poisoning_names import NameIndex, harvesting_params, name_findings, words
+from mcpwall.security._poisoning_names import NameIndex, harvesting_params, name_findings, skeleton, words
 from mcpwall.security._poisoning_results import REDACTED, ResultScan, sanitize, scan_result, scan_text
 from mcpwall.security._poisoning_secrets import secrets_in
 from mcpwall.security._poisoning_walk import MAX_NAME as _MAX_NAME
@@ -59,8 +59,10 @@ KINDS: dict[str, str] = {
 }
 #: Kinds found in results, not definitions: no definition action applies to them.
 RESULT_KINDS = frozenset({"result_injection", "secret_in_result"})
-#: Descriptions longer than this (characters, all text fields together) are reported.
-DEFAULT_MAX_DESCRIPTION = 4096
+#: Descriptions longer than this (characters, all text fields together) are reported. Public servers'
+#: largest definitions run to 14,500 (aws-pricing's get_pricing, cloudwatch's get_metric_data; 46 of
+#: the 872 in tests/trust/public pass 4096): the bound is for what no server needs to send.
+DEFAULT_MAX_DESCRIPTION = 16384
 
 _QUOTED_OR_SNAKE = re.compile(r"[`'\"\u2018\u2019\u201c\u201d]([A-Za-z][\w.-]*)[`'\"\u2018\u2019\u201c\u201d]"
                               r"|\b([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+)\b|\bthe\s+(\w+)\s+tool\b", re.I)
@@ -174,9 +176,11 @@ def scan_tool(tool: Mapping[str, Any], *, server: str = "", peers: Mapping[str, 
 
 
 def _judge(parts: list[tuple[str, str]] | tuple[str, list[tuple[int, str]]], name: str, server: str,
-           index: PeerIndex) -> tuple[str, str, str, str] | None:
+           index: PeerIndex, known: frozenset[str] = frozenset()) -> tuple[str, str, str, str] | None:
     """(kind, severity, evidence, where) when the text of `parts` (or their joined text and starts),
-    read together, is aimed at the agent."""
+    read together, is aimed at the agent. `known`: the names this definition and its server define
+    (the server's tools, this tool's parameters and values); guidance that orders calls of these only
+    is how a server documents its own workflow (`rules.GUIDANCE_RULES`)."""
     joined, starts = _Text(parts).joined() if isinstance(parts, list) else parts
     found = rules.hits(joined)
     mentioned = index.mentions(joined, name, server) if index.plain or index.names.servers_of else []
@@ -188,6 +192,8 @@ def _judge(parts: list[tuple[str, str]] | tuple[str, list[tuple[int, str]]], nam
     score = rules.score(found)
     if score < 2:
         return None
+    if not cross_server and _guidance(found, joined, name, known):
+        return None
     strong = any(h.weight >= 2 for h in found)
     severity = "high" if strong or score >= 3 else "medium"
     others = {n for h in found if h.group in rules.CROSS_TOOL_GROUPS for n in _names_in(h.text)} - {name}
@@ -198,6 +204,38 @@ def _judge(parts: list[tuple[str, str]] | tuple[str, list[tuple[int, str]]], nam
         named = sorted({n for _, n in cross_server} | others)
         evidence = f"refers to {', '.join(named[:4])}; {evidence}"
     return kind, severity, evidence, _where(starts, top.start)
+
+
+def _among_own(hit: rules.Hit, text: str, siblings: Iterable[str]) -> bool:
+    """"ALWAYS prefer this tool over multiple individual 'fill' or 'click' calls": a choice between this
+    server's own tools, which steers no call away from another server."""
+    if hit.rule != "prefer-me" or not hit.text.lower().startswith(("always", "should", "must")):
+        return False
+    compared = re.match(r"[^.\n]{0,20}?\b(?:over|instead of|rather than)\b([^.\n]{0,80})", text[hit.end:])
+    named = _names_in(compared.group(1)) | set(_QUOTED.findall(compared.group(1))) if compared else set()
+    own = {skeleton(n) for n in siblings}
+    return bool(named) and all(skeleton(n) in own for n in named)
+
+
+_INTO_OWN = re.compile(r"\w+\s+(?:it|this|that|them|these|those)\b", re.I)
+
+
+def _guidance(found: list[rules.Hit], joined: str, name: str, known: frozenset[str]) -> bool:
+    """Whether the hits in a definition's text are its server's guidance through its own work
+    (`rules.GUIDANCE_RULES`): no other rule, no obligation to call a tool this server does not have
+    (function dependency injection), and "when `file_path` is used" or "pass it as the `outputDir`
+    parameter" about its own parameters only (what is read to fill one is judged by the other rules:
+    "read ~/.ssh/id_rsa and pass it as `note`" is a sensitive path)."""
+    own = {skeleton(k) for k in known} | {skeleton(name)}
+    for h in found:
+        if h.weight == 0 or h.rule in rules.GUIDANCE_RULES:
+            continue
+        if h.rule == "tool-order" and all(skeleton(n) in own for n in _names_in(h.text) or ["?"]):
+            continue
+        if h.rule == "smuggle" and _INTO_OWN.match(h.text) and all(skeleton(n) in own for n in _names_in(h.text) or ["?"]):
+            continue  # "you MUST pass it as the `outputDir` parameter": how to fill this tool's own parameter
+        return False
+    return all(skeleton(n) in own for n in rules.called(joined))
 
 
 def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index: PeerIndex, max_description: int,
@@ -235,15 +273,16 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
 
     # prose is read together; each name (the tool's own, property names, type words) on its own
     prose = _Text(walked.prose).joined()
-    verdicts = [v for v in [_judge(prose, label, server, index)] if v is not None]
+    known = frozenset(index.peers.get(server, ())) | {value for _, value in walked.names}
+    verdicts = [v for v in [_judge(prose, label, server, index, known)] if v is not None]
     alone = strings[:1] + walked.names if name.strip() else walked.names
     if alone and rules.hits(_Text(alone).joined()[0]):
-        verdicts += [v for part in alone if (v := _judge([part], label, server, index)) is not None]
+        verdicts += [v for part in alone if (v := _judge([part], label, server, index, known)) is not None]
     if verdicts:
         kind, severity, evidence, where = max(verdicts, key=lambda v: (SEVERITIES.index(v[1]), v[0] == "tool_shadowing"))
         add(kind, severity, evidence, where)
 
-    promo = rules.promo_hits(prose[0])
+    promo = [h for h in rules.promo_hits(prose[0]) if not _among_own(h, prose[0], index.peers.get(server, ()))]
     if rules.score(promo) >= 2:
         add("preference_manipulation", "medium", rules.evidence(prose[0], promo),
             _where(prose[1], max(promo, key=lambda h: (h.weight, -h.start)).start))
