@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcpwall.protocol import ErrorCode, ProtocolError
+from mcpwall.protocol import ErrorCode, Message, ProtocolError
 from mcpwall.protocol.modern import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
@@ -29,6 +29,7 @@ from mcpwall.protocol.modern import (
     decode_header_value,
     envelope,
     envelope_of,
+    log_filter,
 )
 from mcpwall.proxy._modern import _safe, mismatch
 
@@ -118,3 +119,25 @@ def test_the_name_header_shortcut_refuses_exactly_what_the_rule_refuses(modern: 
         assert why == _expected(sent, value), (sent, value)
         refused += why is not None
     assert refused > len(SENT) * (len(NAMES) - 1) // 2  # most pairs disagree: the grid is not all passes
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("level", "passed"), [
+    (None, []), ("bogus", []), ("warning", ["warning", "error", "emergency"]),
+    ("debug", ["debug", "warning", "error", "emergency"]), ("emergency", ["emergency"]),
+])
+async def test_log_lines_pass_only_at_the_level_asked_for_and_progress_always(level: str | None,
+                                                                              passed: list[str]) -> None:
+    got: list[Message] = []
+
+    async def emit(msg: Message) -> None:
+        got.append(msg)
+
+    filtered = log_filter(emit, level)
+    said: list[Any] = ["debug", "warning", "error", "emergency", "bogus", [], None, 3]
+    for value in said:
+        await filtered({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": value}})
+    await filtered({"jsonrpc": "2.0", "method": "notifications/message"})
+    await filtered({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}})
+    assert [m["params"].get("level") for m in got if m["method"] == "notifications/message"] == passed
+    assert got[-1]["method"] == "notifications/progress"

@@ -24,6 +24,7 @@ import base64
 import binascii
 import re
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 from mcpwall import __version__
@@ -153,9 +154,13 @@ def envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
             info = meta.get(CLIENT_INFO_META_KEY)
             if info.__class__ is dict:
                 name, client_version = str(info.get("name", ""))[:200], str(info.get("version", ""))[:100]
-                return _made(Envelope, (version, name, client_version, level))
-            if not isinstance(info, dict):
-                return _made(Envelope, (version, "", "", level))
+                env = _made(Envelope, (version, name, client_version, level))
+            elif not isinstance(info, dict):
+                env = _made(Envelope, (version, "", "", level))
+            else:
+                return _envelope_checks(rid, meta)
+            _CHECKED[0], _CHECKED[1] = meta, env  # for `envelope_of`
+            return env
     return _envelope_checks(rid, meta)
 
 
@@ -209,7 +214,8 @@ _CHECKED: list[Any] = [None, None]
 
 def checked_envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     """`envelope`, remembered for the request: the HTTP frontend checks it before the session is
-    chosen, routing needs it again; the second look at the same `_meta` is free."""
+    chosen, routing needs it again; the second look at the same `_meta` is free. (`envelope`
+    remembers what it reads in one pass itself: the frontends call it.)"""
     env = envelope(rid, params)
     _CHECKED[0], _CHECKED[1] = params["_meta"], env
     return env
@@ -396,20 +402,24 @@ def decode_header_value(value: str | None) -> str | None:
         return None
 
 
+#: the least severe level each `logLevel` lets through, as an index of LOG_ORDER (none: past its end)
+_FLOOR = {level: i for i, level in enumerate(LOG_ORDER)}
+
+
 def log_filter(
     emit: Callable[[Message], Awaitable[None]], level: str | None
 ) -> Callable[[Message], Awaitable[None]]:
     """`emit` without the `notifications/message` a modern request did not ask for: none when its
     `_meta` names no `logLevel` (2026-07-28: a server MUST NOT send them then), else those at that
-    level or more severe. Everything else (progress) passes."""
-    floor = LOG_ORDER.index(level) if level in LOG_LEVELS else len(LOG_ORDER)
+    level or more severe. Everything else (progress) passes. (A partial, not a closure: every
+    modern request makes one.)"""
+    return partial(_filtered, emit, _FLOOR.get(level, len(LOG_ORDER)) if level.__class__ is str else len(LOG_ORDER))
 
-    async def filtered(msg: Message) -> None:
-        if msg.get("method") == "notifications/message":
-            params = msg.get("params")
-            said = params.get("level") if isinstance(params, dict) else None
-            if said not in LOG_LEVELS or LOG_ORDER.index(said) < floor:
-                return
-        await emit(msg)
 
-    return filtered
+async def _filtered(emit: Callable[[Message], Awaitable[None]], floor: int, msg: Message) -> None:
+    if msg.get("method") == "notifications/message":
+        params = msg.get("params")
+        said = params.get("level") if isinstance(params, dict) else None
+        if said.__class__ is not str or _FLOOR.get(said, -1) < floor:  # (a server's `[]` is no level either)
+            return
+    await emit(msg)

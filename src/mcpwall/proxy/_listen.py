@@ -141,7 +141,7 @@ class ListenHub:
             if stream.uris:
                 honored["resourceSubscriptions"] = list(stream.uris)
             emit = ctx.emit
-            assert emit is not None  # a modern request always has one (Router._admit_modern)
+            assert emit is not None  # a modern request always has one (Router.route)
             ctx.notes["listen"] = {"honored": honored}
             await emit(stream.stamp(ACKNOWLEDGED, {"notifications": honored}))
             if self.closing:

@@ -170,14 +170,37 @@ class ModernSessions:
         self._own = own
         self._by_key: dict[tuple[str, str, str], Session] = {}
         self._dups = itertools.count(1)
-        #: `schema_lookup` of each endpoint, made once (every modern tools/call asks it)
-        self._schemas: dict[str | None, Callable[[str], Any]] = {}
+        #: (endpoint, tool name) -> (its server's name, the tool's name there, the server, its catalog
+        #: entry, the schema when it designates a header): what `_designated` found, good while the
+        #: gateway holds that very server and its catalog that very entry
+        self._designated_by: dict[tuple[str | None, str], tuple[str, str, Any, Any, Any]] = {}
 
-    def _schema_of(self, server: str | None) -> Callable[[str], Any]:
-        found = self._schemas.get(server)
-        if found is None:
-            found = self._schemas[server] = schema_lookup(self.gateway, server)
-        return found
+    def _designated(self, server: str | None, name: str) -> Any:
+        """`schema_lookup`'s schema of the tool a client of this endpoint calls `name`, when it
+        designates a header (else None): remembered per catalog entry, since every modern tools/call
+        asks and most tools designate none."""
+        servers = self.gateway.servers
+        hit = self._designated_by.get((server, name))
+        if hit is not None and hit[2].catalog.tools.get(hit[1]) is hit[3] and servers.get(hit[0]) is hit[2]:
+            return hit[4]
+        if server is not None:
+            owner, tool = server, name
+        else:
+            parts = split(name)
+            if parts is None:
+                return None
+            owner, tool = parts
+        upstream = servers.get(owner)
+        if upstream is None:
+            return None
+        entry = upstream.catalog.tools.get(tool)
+        found = entry.get("inputSchema") if isinstance(entry, dict) else None
+        schema = found if isinstance(found, dict) and designates(found) else None
+        if entry is not None:
+            if len(self._designated_by) >= 4096:
+                self._designated_by.clear()
+            self._designated_by[(server, name)] = (owner, tool, upstream, entry, schema)
+        return schema
 
     def session(self, server: str | None, identity: str, headers: dict[str, str], scope: Scope) -> Session:
         """The session of this endpoint, principal and agent: the one it had, or a new one counted
@@ -252,7 +275,7 @@ class ModernSessions:
                     f"params._meta is missing the required envelope key(s): {PROTOCOL_VERSION_META_KEY}",
                     rid,
                 )
-            why = mismatch(scope["headers"], headers, msg, modern=True, schema_of=self._schema_of(server))
+            why = mismatch(scope["headers"], headers, msg, modern=True, schema_of=partial(self._designated, server))
             if why is not None:
                 raise ProtocolError(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {why}", rid)
             assert isinstance(params, dict)

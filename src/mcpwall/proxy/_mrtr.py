@@ -57,6 +57,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.pipeline import Emit, Session
@@ -121,7 +122,8 @@ class Holds:
             # refuses it. (In this method, not a helper's: every modern call passes here.)
             caps = params["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
             if not isinstance(caps, dict) or _ASKABLE.isdisjoint(caps):
-                return await self.gw.handle_request(session, msg, self._refusing(session, emit), bytes_in=size)
+                return await self.gw.handle_request(session, msg, partial(self._refused_or_relayed, session, emit),
+                                                    bytes_in=size)
             return await self._hold(session, msg, emit, size, caps)
         rest, responses, state = retry_parts(params)
         try:
@@ -289,22 +291,19 @@ class Holds:
         hold.note()
         hold.poke()
 
-    def _refusing(self, session: Session, emit: Emit | None) -> Emit:
-        """The emit of a call whose client can be asked nothing: the gateway's own questions (an
-        approval asked of the client) are refused at once, the rest goes where `Hold.relay` sends it."""
-
-        async def relay(msg: Message) -> None:
-            method = msg.get("method")
-            if "id" in msg and isinstance(method, str):
-                await self.to_gateway(session, msg["id"])(error(
-                    msg["id"], ErrorCode.METHOD_NOT_FOUND,
-                    f"mcpwall cannot route {method}: the calling client did not declare it"))
-            elif emit is not None:
-                await emit(msg)
-            elif session.kind != "http":
-                await session.push(msg)
-
-        return relay
+    async def _refused_or_relayed(self, session: Session, emit: Emit | None, msg: Message) -> None:
+        """The emit of a call whose client can be asked nothing (bound to it by a partial, not a closure:
+        every call of such a client makes one): the gateway's own questions (an approval asked of the
+        client) are refused at once, the rest goes where `Hold.relay` sends it."""
+        method = msg.get("method")
+        if "id" in msg and isinstance(method, str):
+            await self.to_gateway(session, msg["id"])(error(
+                msg["id"], ErrorCode.METHOD_NOT_FOUND,
+                f"mcpwall cannot route {method}: the calling client did not declare it"))
+        elif emit is not None:
+            await emit(msg)
+        elif session.kind != "http":
+            await session.push(msg)
 
     def to_gateway(self, session: Session, rid: RequestId) -> Callable[[Message], Awaitable[None]]:
         """The way back for the client's answer to the gateway's own question: its message taps,

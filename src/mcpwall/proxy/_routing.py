@@ -69,7 +69,19 @@ class Router:
         session, method, params = ctx.session, ctx.method, ctx.params
         meta = params.get("_meta")
         if meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta:
-            self._admit_modern(ctx)  # an `initialize` in the envelope is refused there: 2026-07-28 removed it
+            # A 2026-07-28 request: its envelope checked (raises ProtocolError), and its session told who
+            # speaks, unless the session was opened by `initialize` (that client's word stands). (Here,
+            # not in a helper of its own: every modern request passes.)
+            env = envelope_of(ctx.id, params)  # checked by the HTTP frontend already, or here
+            if method in REMOVED or method == "initialize":  # 2026-07-28 removed the handshake
+                raise ProtocolError(ErrorCode.METHOD_NOT_FOUND,
+                                    f"Method not found: {method} (removed in {env.version})", ctx.id)
+            # Log lines reach a modern request only at the level its `_meta` asked for, else none.
+            ctx.emit = log_filter(ctx.emit or _pushing(session), env.log_level)
+            if session.protocol_version not in SUPPORTED_VERSIONS:
+                session.protocol_version = env.version
+                if env.client_name:
+                    session.client_name, session.client_version = env.client_name, env.client_version
         if method == "logging/setLevel":
             # Remembered for every session, forwarded or answered here: the server's unsolicited log
             # lines go to the sessions that asked for logs (on_upstream_notification).
@@ -113,22 +125,6 @@ class Router:
                                     {"uri": uri})
         if ctx.server not in self.gw.servers:
             raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Unknown server: {ctx.server!r}", ctx.id)
-
-    @staticmethod
-    def _admit_modern(ctx: RequestContext) -> None:
-        """Check a 2026-07-28 request's envelope (raises ProtocolError), and tell its session who
-        speaks, unless the session was opened by `initialize` (that client's word stands)."""
-        env = envelope_of(ctx.id, ctx.params)  # checked by the HTTP frontend already, or here
-        if ctx.method in REMOVED or ctx.method == "initialize":
-            raise ProtocolError(ErrorCode.METHOD_NOT_FOUND,
-                                f"Method not found: {ctx.method} (removed in {env.version})", ctx.id)
-        session = ctx.session
-        # Log lines reach a modern request only at the level its `_meta` asked for, else none.
-        ctx.emit = log_filter(ctx.emit or _pushing(session), env.log_level)
-        if session.protocol_version not in SUPPORTED_VERSIONS:
-            session.protocol_version = env.version
-            if env.client_name:
-                session.client_name, session.client_version = env.client_name, env.client_version
 
     def _split(self, session: Session, name: str, rid: RequestId) -> tuple[str, str]:
         if session.server is not None:
