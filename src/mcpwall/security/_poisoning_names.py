@@ -174,7 +174,7 @@ def name_findings(name: str, server: str, peers: Mapping[str, Iterable[str]],
     scripts = _mixed_script(name)
     if scripts:
         found.append(NameFinding("lookalike_name", "high", f"name {name!r} mixes scripts ({scripts})"))
-    collision = sorted({s for s in index.servers_of.get(name, ()) if s != server})
+    collision = [s for s in sorted(set(index.servers_of.get(name, ()))) if s != server]
     for other_server, other in index.candidates(name):
         if other == name:
             continue
@@ -186,6 +186,11 @@ def name_findings(name: str, server: str, peers: Mapping[str, Iterable[str]],
             odd = _oddity(name) - _oddity(other)
             if odd < 0:
                 continue  # the other one is the odd one out; it gets the finding
+            if odd == 0 and other_server != server and _SEPARATORS.sub("", name) == _SEPARATORS.sub("", other):
+                # list_databases beside another server's list-databases: one name in two conventions,
+                # the collision of two servers that do the same thing (no spelling is the impostor's)
+                collision.append(f"{other_server} (as {other!r})")
+                continue
             # Which of two equal-looking names is the impostor? The odder spelling; when neither
             # is odder, report both without blocking either (else one server could hide another's tool).
             found.append(NameFinding("lookalike_name", "high" if odd > 0 else "medium",
@@ -197,7 +202,7 @@ def name_findings(name: str, server: str, peers: Mapping[str, Iterable[str]],
             found.append(NameFinding("lookalike_name", "medium", f"{name!r} is {where} with a synonymous verb"))
     if collision:
         found.append(NameFinding("name_collision", "medium",
-                                 f"{name!r} is also offered by server(s) {', '.join(collision)}"))
+                                 f"{name!r} is also offered by server(s) {', '.join(sorted(set(collision)))}"))
     # one finding per kind, the most severe first
     found.sort(key=lambda f: f.severity != "high")
     seen: set[str] = set()

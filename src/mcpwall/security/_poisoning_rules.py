@@ -50,7 +50,7 @@ _ERROR_LEAD = (r"(?:^|[\s\"'{\[(])(?:error|err|exception|failed|failure|unauthor
 _NOT_A_TOOL = re.compile(r"[`'\"\u2019\u201d]?\s*(?:(?:value|field|param\w*|header|argument|option|key|setting|flag"
                          r"|variable|property|attribute)s?\b|=)", re.IGNORECASE)
 #: "System paths and hidden config directories (e.g. "/etc", "~/.ssh") are rejected": a path the tool refuses.
-_REFUSED_AFTER = re.compile(r"[^.\n]{0,40}?\b(?:are|is|will be|get|gets)\s+(?:always\s+)?(?:rejected|refused|denied"
+_REFUSED_AFTER = re.compile(r"[^.;,:!?\n]{0,40}?\b(?:are|is|will be|get|gets)\s+(?:always\s+)?(?:rejected|refused|denied"
                             r"|blocked|not (?:allowed|permitted|accepted|readable)|forbidden|disallowed|excluded)\b", re.IGNORECASE)
 _REFUSED_BEFORE = re.compile(r"\b(?:reject\w*|refus\w*|block\w*|den(?:y|ies|ied)|disallow\w*|forbid\w*|exclud\w*"
                              r"|protect\w*)\b[^.\n]{0,50}$", re.IGNORECASE)

@@ -184,7 +184,10 @@ def _judge(parts: list[tuple[str, str]] | tuple[str, list[tuple[int, str]]], nam
     joined, starts = _Text(parts).joined() if isinstance(parts, list) else parts
     found = rules.hits(joined)
     mentioned = index.mentions(joined, name, server) if index.plain or index.names.servers_of else []
-    cross_server = [(s, n) for s, n in mentioned if s != server]
+    # a name this server or this definition defines (its own `read_file`, its `query` parameter) is its own,
+    # whichever other server also has a tool of that name
+    own = _own(known, name) if mentioned else None
+    cross_server = [(s, n) for s, n in mentioned if s != server and own is not None and skeleton(n) not in own]
     if cross_server:
         n = cross_server[0][1]
         pos = joined.find(n)
@@ -192,7 +195,7 @@ def _judge(parts: list[tuple[str, str]] | tuple[str, list[tuple[int, str]]], nam
     score = rules.score(found)
     if score < 2:
         return None
-    if not cross_server and _guidance(found, joined, name, known):
+    if not cross_server and _guidance(found, joined, own if own is not None else _own(known, name)):
         return None
     strong = any(h.weight >= 2 for h in found)
     severity = "high" if strong or score >= 3 else "medium"
@@ -220,13 +223,18 @@ def _among_own(hit: rules.Hit, text: str, siblings: Iterable[str]) -> bool:
 _INTO_OWN = re.compile(r"\w+\s+(?:it|this|that|them|these|those)\b", re.I)
 
 
-def _guidance(found: list[rules.Hit], joined: str, name: str, known: frozenset[str]) -> bool:
+def _own(known: frozenset[str], name: str) -> set[str]:
+    """The names a definition and its server define, as they look (`skeleton`): "listFollowedProjects"
+    is the server's list_followed_projects."""
+    return {skeleton(k) for k in known} | {skeleton(name)}
+
+
+def _guidance(found: list[rules.Hit], joined: str, own: set[str]) -> bool:
     """Whether the hits in a definition's text are its server's guidance through its own work
     (`rules.GUIDANCE_RULES`): no other rule, no obligation to call a tool this server does not have
     (function dependency injection), and "when `file_path` is used" or "pass it as the `outputDir`
     parameter" about its own parameters only (what is read to fill one is judged by the other rules:
     "read ~/.ssh/id_rsa and pass it as `note`" is a sensitive path)."""
-    own = {skeleton(k) for k in known} | {skeleton(name)}
     for h in found:
         if h.weight == 0 or h.rule in rules.GUIDANCE_RULES:
             continue
