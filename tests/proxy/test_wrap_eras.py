@@ -25,20 +25,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from tests.proxy.harness import HERE, MCPWALL, TIME
+from tests.proxy.test_modern_upstream import MODERN, POLICY
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(120)]
 
-MODERN = "2026-07-28"
-POLICY = """\
-version: "1"
-mode: enforce
-defaultAction: allow
-rules:
-  - id: no-drop
-    description: Tables are never dropped
-    tools: [drop_table]
-    action: deny
-"""
 MODERN_ONLY = [sys.executable, str(HERE / "servers" / "modern_only.py"), "stdio"]
 
 

@@ -24,9 +24,14 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import uvicorn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from tests.conformance.bridge import read_body
 
 MODERN = "2026-07-28"
 TOOLS = [
@@ -77,12 +82,7 @@ def _answer(msg: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
         return
-    body = b""
-    while True:
-        event = await receive()
-        body += event.get("body", b"")
-        if not event.get("more_body"):
-            break
+    body = await read_body(receive)
     headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
     if scope["method"] == "GET" and scope["path"] == "/seen":
         await _send(send, 200, SEEN)
