@@ -175,9 +175,10 @@ async def list_tools(cmd: list[str], env: dict[str, str], timeout: float) -> lis
         try:
             with anyio.fail_after(timeout):
                 async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                    session: Any = client.session  # asked for raw JSON, which its result types do not name
                     cursor: str | None = None
                     for _ in range(100):
-                        page = await client.session.send_request(
+                        page = await session.send_request(
                             types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor)), raw)
                         tools += [t for t in page.get("tools") or [] if isinstance(t, dict)]
                         cursor = page.get("nextCursor") if isinstance(page.get("nextCursor"), str) else None
@@ -199,12 +200,14 @@ def list_tools_plain(cmd: list[str], env: dict[str, str], timeout: float) -> lis
 
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
 
     def ask(msg_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None
+        assert proc.stdout is not None
         proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}) + "\n")
         proc.stdin.flush()
         while sel.select(timeout):

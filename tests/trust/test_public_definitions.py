@@ -90,7 +90,8 @@ def test_the_corpus_is_53_public_servers_with_their_packages_and_versions() -> N
         data = _load(path)
         assert re.fullmatch(r"(npm|pypi):\S+@\d[\w.+-]*", data["source"]), path.name
         assert data["obtained"].startswith("live"), path.name
-        assert data["tools"] and all(isinstance(t.get("name"), str) for t in data["tools"]), path.name
+        assert data["tools"], path.name
+        assert all(isinstance(t.get("name"), str) for t in data["tools"]), path.name
         tools += len(data["tools"])
     assert len(FILES) >= 50
     assert tools >= 850
