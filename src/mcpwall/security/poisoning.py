@@ -141,6 +141,10 @@ _QUOTED = re.compile(r"[`'\"\u2018\u2019\u201c\u201d]([^`'\"\u2018\u2019\u201c\u
                      r"[`'\"\u2018\u2019\u201c\u201d]")
 
 
+_A_PARAMETER = re.compile(r"\s*[:=]|\s+(?:parameters?|params?|arguments?|args?|fields?|options?|flags?|keys?|properties"
+                          r"|property|attributes?|settings?|values?|columns?|headers?)\b", re.I)
+
+
 class PeerIndex:
     """The tools of every server (server -> names), indexed once for the name and shadowing checks
     of a whole list: build one per list (or per set of catalogs) and pass it to `scan_tool`.
@@ -158,7 +162,9 @@ class PeerIndex:
     def mentions(self, text: str, own: str, server: str) -> list[tuple[str, str]]:
         """Other tools named in `text`: (server, name)."""
         named = {t for t in _TOKEN.findall(text) if t in self.plain}
-        named |= {q for q in _QUOTED.findall(text) if q in self.names.servers_of}
+        # "with the `search` parameter" or `{"search": "webhook"}` names a parameter, not another server's tool
+        named |= {m.group(1) for m in _QUOTED.finditer(text) if m.group(1) in self.names.servers_of
+                  and not _A_PARAMETER.match(text, m.end())}
         return [(s, n) for n in sorted(named) for s in self.names.servers_of[n] if not (n == own and s == server)]
 
 
