@@ -54,6 +54,11 @@ _REFUSED_AFTER = re.compile(r"[^.;,:!?\n]{0,40}?\b(?:are|is|will be|get|gets)\s+
                             r"|blocked|not (?:allowed|permitted|accepted|readable)|forbidden|disallowed|excluded)\b", re.IGNORECASE)
 _REFUSED_BEFORE = re.compile(r"\b(?:reject\w*|refus\w*|block\w*|den(?:y|ies|ied)|disallow\w*|forbid\w*|exclud\w*"
                              r"|protect\w*)\b[^.\n]{0,50}$", re.IGNORECASE)
+#: "set X to" an address or a URL; "always include ..." into a parameter, an address or a URL
+_AN_ADDRESS = re.compile(r"[\w.+-]*@[\w-]+\.|(?:https?://)", re.IGNORECASE)
+_INTO_A_FIELD = re.compile(r"[^.\n]{0,80}?(?:\b(?:in|into|to|as)\s+(?:the\s+)?[`'\"\u2018\u2019\u201c\u201d]?[\w.-]+"
+                           r"[`'\"\u2018\u2019\u201c\u201d]?\s+(?:parameter|field|argument|param|header|recipients?)\b"
+                           r"|@[\w-]+\.|https?://)", re.IGNORECASE)
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
 
@@ -204,7 +209,11 @@ RULES: tuple[Rule, ...] = (
     # "set filterByTestsResult to 'failure'": how to call the tool; changing the value the user gave is tampering
     _r("set-value", "tamper", 1,
        rf"\bset\s+(?:the\s+)?{_Q}?[\w.-]+{_Q}?\s+(?:parameter|argument|param|field|value|option|setting)?\s*"
-       rf"(?:to|with|into)\s+[{_Q[1:-1]}0-9]"),
+       rf"(?:to|with|into)\s+[{_Q[1:-1]}0-9]", reject_after=_AN_ADDRESS),
+    # ... unless the value is somewhere to send things: "set the recipient to 'finance@attacker.example'"
+    _r("set-address", "tamper", 1,
+       rf"\bset\s+(?:the\s+)?{_Q}?[\w.-]+{_Q}?\s+(?:parameter|argument|param|field|value|option|setting)?\s*"
+       rf"(?:to|with|into)\s+{_Q}?(?:[\w.+-]+@[\w-]+\.|https?://)"),
     _r("param-tamper", "tamper", 1,
        rf"\b(?:change|modify|replace|override|switch|rewrite|alter|force)\s+(?:the\s+)?{_Q}?[\w.-]+{_Q}?\s+"
        rf"(?:parameter|argument|param|field|value|option|setting)?\s*(?:to|with|into)\s+[{_Q[1:-1]}0-9]"
@@ -221,8 +230,14 @@ RULES: tuple[Rule, ...] = (
        r" to|try(?:ing)?)\b[^\n]{0,50}?\binstead\b"),
     # "always use absolute paths", "always include unit prices": how to call this tool, or (in a result, beside
     # something aimed) an order
-    _r("always-do", "tamper", 1,
-       r"\balways (?:change|set|use|replace|add|include|append|prepend|send|cc|bcc|copy|forward)\b"),
+    _r("always-do", "tamper", 1, r"\balways (?:change|set|use|replace|add|include|append|prepend)\b",
+       reject_after=_INTO_A_FIELD),
+    # ... but sending, copying or adding something into a field every time is an order that moves data
+    _r("always-send", "tamper", 1,
+       r"\balways (?:send|cc|bcc|copy|forward|e-?mail|upload)\b"
+       r"|\balways (?:add|include|append|prepend|put|insert|pass|attach)\b[^.\n]{0,80}?(?:\b(?:in|into|to|as)\s+"
+       rf"(?:the\s+)?{_Q}?[\w.-]+{_Q}?\s+(?:parameter|field|argument|param|header|recipients?)\b|@[\w-]+\.|https?://)",
+       reject_after=re.compile("-")),  # "always copy-paste friendly"
     # -- moving data the model holds into a parameter or a message (1)
     _r("smuggle", "smuggle", 1,
        r"\b(?:pass|include|put|send|add|append|insert|provide|supply|attach|embed|copy)\s+(?:it|its (?:content|contents"
@@ -418,8 +433,9 @@ def guidance_only(found: list[Hit]) -> bool:
 
 
 #: An obligation to call a tool by name: "you must also call the fetch function", "must first call `fetch`".
-_CALLED = re.compile(rf"\b(?:must|should|shall|needs? to|has to|have to|required to|always|first)\s+(?:also\s+|first\s+"
-                     rf"|always\s+|then\s+)?(?:call|use|invoke|run|execute|trigger)\s+(?:the\s+)?"
+_CALLED = re.compile(rf"(?:\b(?:must|should|shall|needs? to|has to|have to|required to|always|first)\s+(?:also\s+"
+                     rf"|first\s+|always\s+|then\s+)?|\b(?:before|prior to)\b[^.\n]{{0,60}}?\b)"
+                     rf"(?:call|use|invoke|run|execute|trigger)\s+(?:the\s+)?"
                      rf"(?:{_Q}([A-Za-z][\w.-]*){_Q}|({_SNAKE})\b(?!\s*=)|([A-Za-z][\w-]*)\s+(?:tool|function)\b"
                      rf"|(?:tool|function)\s+(?:{_Q}([A-Za-z][\w.-]*){_Q}|({_SNAKE})\b))", re.IGNORECASE)
 _NOT_CALLED = frozenset({"this", "that", "the", "a", "an", "same", "other", "another", "any", "each", "every", "which",
