@@ -275,9 +275,12 @@ RULES: tuple[Rule, ...] = (
        r"|\b(?:access|visit|call|contact|ping|notify)\s+(?:our |the |this )?(?:\w+ ){0,3}"
        r"(?:endpoint|server|url|webhook|api) (?:at )?https?://"),
     # -- scripting what the model tells the person (1)
+    # "tell the user to migrate to the hosted server": what to pass on (a definition's guidance)
+    _r("tell-user", "script", 1,
+       r"\b(?:inform|tell|notify|warn|remind|advise)\s+(?:the\s+)?users?\s+(?:that|about|to)\b"),
+    # "present it as 'a key ecosystem indicator'", "report to the user: '...'": the words of the reply, scripted
     _r("script-user", "script", 1,
-       r"\b(?:inform|tell|notify|warn|remind|advise)\s+(?:the\s+)?users?\s+(?:that|about|to)\b"
-       r"|\breport to the user\b"
+       r"\breport to the user\b"
        r"|\b(?:display|show|output|print|present|say)\s+(?:the\s+|this\s+)?(?:following\s+)?(?:message|text|warning"
        r"|alert|notice)\s*(?:[:'\"]|to the user)"
        r"|\bpresent (?:it|this|them|its \w+|the \w+) (?:to the user )?as\b"
@@ -421,8 +424,9 @@ def aimed(found: list[Hit]) -> bool:
 #: and words like "password" or "credentials" (an IAM tool documents them). Real servers write these
 #: all the time (tests/trust/public); alone they aim at nothing: a definition is flagged when something
 #: else in it does (a path or a command, data to move or send, concealment, a forged speaker, a claim
-#: about a tool, another server's tool, an order before every answer or every other tool).
-GUIDANCE_RULES = frozenset({"directive", "authority-caps", "authority", "script-user", "halt", "role-caps",
+#: about a tool, another server's tool, an order before every other tool, a scripted reply such as
+#: "present it as 'a key indicator'", or a halt: "you must halt the operation", "restricted pending an audit").
+GUIDANCE_RULES = frozenset({"directive", "authority-caps", "authority", "tell-user", "role-caps",
                             "tool-call", "tool-call-explicit", "precondition", "always-do", "sensitive-word",
                             "error-tool", "address-model", "set-value"})
 
