@@ -71,14 +71,22 @@ KEY_NO_FACTS: Final = -1
 _STORED_KEY = re.compile(
     r"(?:^|[_-])(?i:content|contents|text|body|message|messages|msg|description|title|subject|comment|comments|"
     r"note|notes|summary|caption|markdown|md|html|reply|status|observations|observation|new_text|old_text|"
-    r"newtext|oldtext|new_string|old_string|new_str|old_str|file_text|insert_text|replacement)$"
+    r"newtext|oldtext|new_string|old_string|new_str|old_str|file_text|insert_text|replacement|thought|thoughts|"
+    r"reasoning)$"
     r"|(?<=[a-z])(?:Content|Contents|Text|Body|Message|Description|Title|Subject|Comment|Note|Notes|Summary|"
     r"Markdown|Html|String|Str)$"
 )
 #: Tool-name words of a web search engine's tool: its query is sent to the engine, not run or put in SQL.
 _WEB_SEARCH_WORDS: Final = frozenset(
     {"web", "brave", "google", "bing", "duckduckgo", "ddg", "tavily", "exa", "internet", "serp", "serper", "news",
-     "perplexity", "kagi", "searx", "searxng", "wikipedia", "arxiv", "scholar", "youtube"}
+     "perplexity", "kagi", "searx", "searxng", "wikipedia", "arxiv", "scholar", "youtube",
+     # a code host's or a documentation site's index (`search_code`, `search_repositories`, `search_docs`)
+     "code", "repositories", "repos", "issues", "docs", "documentation", "papers", "packages", "libraries"}
+)
+#: Tool-name words of a tool that keeps what it is given as notes (a thinking or memory tool, a translator).
+_NOTE_WORDS: Final = frozenset(
+    {"think", "thinking", "sequentialthinking", "thought", "thoughts", "remember", "memorize", "memory", "note",
+     "notes", "journal", "translate", "summarize", "summarise", "observations"}
 )
 #: A web search's question (`query`, `q`): sent to the engine. Elsewhere a `query` is SQL or a filter a server
 #: builds one from (`write_query`, `search_users`), and stays a text that may run.
@@ -175,7 +183,8 @@ def tool_flags(name: str) -> int:
             flags |= SEND_TOOL
         if "search" in words and not words.isdisjoint(_WEB_SEARCH_WORDS):
             flags |= WEB_SEARCH
-        if not flags & SHELL_TOOL and flags & (WRITE_TOOL | SEND_TOOL | WEB_SEARCH):
+        if not flags & SHELL_TOOL and (flags & (WRITE_TOOL | SEND_TOOL | WEB_SEARCH)
+                                       or not words.isdisjoint(_NOTE_WORDS)):
             flags |= STORE_TOOL
         if len(_TOOL_FLAGS) >= 4096:
             _TOOL_FLAGS.clear()

@@ -2,7 +2,7 @@
 
 A URL argument, `curl`/`wget`/`http` and their body options, sockets (`nc`, `socat`, `/dev/tcp`),
 remote copies (`scp`, `rsync`), DNS look-ups: each gives the host it reaches and a sink
-`<kind>[+what] <destination>`, where `+what` says the call sends something it did not type out:
+`<kind>[+what] <destination>` (`probe` for `nc -z` on one port, `tls` for `openssl s_client` to 443), where `+what` says the call sends something it did not type out:
 `+exec` a shell substitution, `+file` a local file, `+pii` personal data or credentials in a query
 string, `+encoded` an encoded blob. DNS-shaped names (`<hex>.attacker.example`) are sinks of
 their own: the look-up is the exfiltration.
@@ -11,6 +11,7 @@ their own: the look-up is the exfiltration.
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Final
 from urllib.parse import parse_qsl
 
@@ -253,12 +254,24 @@ def socket_command(program: str, args: list[str], out: list[Fact]) -> None:
         port = port or next((a[2:] for a in args if a.startswith("-") and a[-4:].isdigit()), "")
         out.append((SINKS, f"listen {port or '?'}"))
         return
+    if program == "openssl":
+        # `openssl s_client -connect host:443`: a TLS handshake by hand (a certificate's dates, a cipher); on
+        # another port or `-quiet` (a shell's pipe), a socket
+        target = next((b for a, b in pairwise(args) if a == "-connect"), "")
+        host, _, port = target.rpartition(":") if ":" in target else (target, "", "")
+        if host:
+            out.append((HOSTS, host.lower()))
+            kind = "tls" if port == "443" and "-quiet" not in args else "socket"
+            out.append((SINKS, f"{kind} {host.lower()}:{port or '?'}"))
+        return
     host = next((a for a in operands if not a.isdigit()), "")
     port = next((a for a in operands if a.isdigit()), "")
     if host:
-        host = host.partition(":")[0] if program == "openssl" else host
         out.append((HOSTS, host.lower()))
-        out.append((SINKS, f"socket {host.lower()}:{port or '?'}"))
+        probe = port and any(
+            a.startswith("-") and not a.startswith("--") and "z" in a for a in args)
+        # `nc -zv db 5432`: is the port open? Nothing is sent (a range of ports is a scan, and a socket)
+        out.append((SINKS, f"{'probe' if probe else 'socket'} {host.lower()}:{port or '?'}"))
 
 
 def remote_command(program: str, args: list[str], out: list[Fact]) -> None:
