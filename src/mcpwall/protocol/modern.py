@@ -69,6 +69,7 @@ ENVELOPE_KEYS = (
     CLIENT_INFO_META_KEY,
     LOG_LEVEL_META_KEY,
 )
+_ENVELOPE_KEY_SET = frozenset(ENVELOPE_KEYS)
 #: Who answers: the gateway, on every result of a modern request.
 SERVER_INFO = {"name": "mcpwall", "version": __version__}
 #: The JSON-RPC server-error codes 2026-07-28 reserves for the specification (-32020 to -32099);
@@ -104,6 +105,7 @@ __all__ = [
     "is_modern",
     "legacy_params",
     "log_filter",
+    "remember_envelope",
     "standard_headers",
     "unsupported",
     "upstream_error",
@@ -221,6 +223,12 @@ def checked_envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     return env
 
 
+def remember_envelope(meta: dict[str, Any], env: Envelope) -> None:
+    """Tell `envelope_of` that `meta` (this very object) was checked and is `env`: for a frontend
+    that knows it from an equal `_meta` it checked before (`proxy._passed`)."""
+    _CHECKED[0], _CHECKED[1] = meta, env
+
+
 def envelope_of(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     """The envelope `checked_envelope` found for this very `_meta` object, else `envelope`'s."""
     if _CHECKED[0] is params.get("_meta") and _CHECKED[0] is not None:
@@ -242,13 +250,11 @@ def unsupported(rid: RequestId | None, requested: str) -> ProtocolError:
 def legacy_params(params: dict[str, Any]) -> dict[str, Any]:
     """A modern request's params as a legacy (handshake-era) server takes them: the envelope
     keys out of `_meta` (progressToken, trace context and the rest stay), `_meta` gone if empty."""
-    kept = dict(params["_meta"])
-    for key in ENVELOPE_KEYS:  # (four pops: no comprehension's frame on every call)
-        kept.pop(key, None)
+    meta = params["_meta"]
     out = dict(params)
     del out["_meta"]
-    if kept:
-        out["_meta"] = kept
+    if not meta.keys() <= _ENVELOPE_KEY_SET:  # (most carry the envelope alone: nothing to keep, no loop)
+        out["_meta"] = {k: v for k, v in meta.items() if k not in _ENVELOPE_KEY_SET}
     return out
 
 

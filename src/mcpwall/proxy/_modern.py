@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -41,11 +41,13 @@ from mcpwall.protocol.modern import (
     decode_header_value,
     designates,
     is_modern,
+    remember_envelope,
 )
 from mcpwall.protocol.mrtr import INPUT_REQUIRED_METHODS
 from mcpwall.protocol.naming import split
 from mcpwall.proxy._asgi import Receive, Scope, Send, peer, reply, reply_json
 from mcpwall.proxy._listen import serve_stream
+from mcpwall.proxy._passed import Key, Passed, signature
 from mcpwall.proxy._sse import Call, answer_request
 
 if TYPE_CHECKING:
@@ -174,6 +176,8 @@ class ModernSessions:
         #: entry, the schema when it designates a header): what `_designated` found, good while the
         #: gateway holds that very server and its catalog that very entry
         self._designated_by: dict[tuple[str | None, str], tuple[str, str, Any, Any, Any]] = {}
+        #: each client's last tools/call that passed the checks below (_passed.py)
+        self._passed = Passed(gateway)
 
     def _designated(self, server: str | None, name: str) -> Any:
         """`schema_lookup`'s schema of the tool a client of this endpoint calls `name`, when it
@@ -275,17 +279,41 @@ class ModernSessions:
                     f"params._meta is missing the required envelope key(s): {PROTOCOL_VERSION_META_KEY}",
                     rid,
                 )
-            why = mismatch(scope["headers"], headers, msg, modern=True, schema_of=partial(self._designated, server))
-            if why is not None:
-                raise ProtocolError(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {why}", rid)
             assert isinstance(params, dict)
-            checked_envelope(rid, params)  # routing reads it again (`envelope_of`)
+            assert isinstance(meta, dict)
+            # A tools/call like the client's last one that passed is answered as that one was (_passed.py).
+            name: Any = params.get("name")
+            key: Key | None = None
+            shape = None
+            if msg["method"] == "tools/call" and name.__class__ is str and len(scope["headers"]) == len(headers):
+                key = (server, identity or "", headers.get("x-agent-id"))
+                sig = signature(headers, name)
+                shape = self._passed.same(key, sig, meta)
+            if shape is None:
+                why = mismatch(scope["headers"], headers, msg, modern=True,
+                               schema_of=partial(self._designated, server))
+                if why is not None:
+                    raise ProtocolError(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {why}", rid)
+                env = checked_envelope(rid, params)  # routing reads it again (`envelope_of`)
         except ProtocolError as exc:
             where = server or (server_of(msg) if is_request else None)
             await self.gateway.refused(msg, exc.code, exc.message, server=where, peer=peer(scope))
             await reply_json(send, 400, exc.to_message())
             return True
-        session = self.session(server, identity or "", headers, scope)
+        if shape is not None:
+            remember_envelope(meta, shape.env)  # routing reads it again (`envelope_of`)
+            session = shape.session
+            session.last_seen = time.monotonic()
+        else:
+            session = self.session(server, identity or "", headers, scope)
+            if key is not None:
+                self._passed.remember(key, sig, meta, env, session, self._designated_by.get((server, name)))
+        await self._answer(receive, send, msg, size, session)
+        return True
+
+    def _answer(self, receive: Receive, send: Send, msg: Message, size: int, session: Session) -> Awaitable[None]:
+        """The request through the gateway in `session`, answered as JSON or an event stream (what to
+        await: no coroutine level of its own, which each suspension of the call would pay again)."""
         original = msg["id"]
         inner = msg
         if original in session.inflight:
@@ -310,10 +338,8 @@ class ModernSessions:
                     event = {**event, "status": status[0]}
                 await send(event)
 
-            await serve_stream(receive, send_status, call, original)  # long-lived, with keep-alives
-        else:
-            await answer_request(receive, send, run, [], _status_of)
-        return True
+            return serve_stream(receive, send_status, call, original)  # long-lived, with keep-alives
+        return answer_request(receive, send, run, [], _status_of)
 
 
 def _status_of(answer: Message) -> int:

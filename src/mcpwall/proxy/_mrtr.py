@@ -112,19 +112,26 @@ class Holds:
         """Whether a request is a modern client's call that may take input rounds."""
         return msg.get("method") in INPUT_REQUIRED_METHODS and is_modern(msg.get("params"))
 
-    async def serve(self, session: Session, msg: Message, emit: Emit | None, size: int = 0) -> Message | None:
-        """Answer a modern client's call or retry: the result, or the next InputRequiredResult."""
+    def serve(self, session: Session, msg: Message, emit: Emit | None, size: int = 0) -> Awaitable[Message | None]:
+        """Answer a modern client's call or retry: the result, or the next InputRequiredResult.
+        (What to await, not a coroutine of its own: every modern call passes here, and each level of
+        coroutines is paid again at every suspension of the call.)"""
         params = msg["params"]
         if params.get("requestState") is None and params.get("inputResponses") is None:
             # A first call: nothing to take apart. Nothing can be asked of a client that declared none of
             # elicitation, sampling and roots (`ask` would refuse every question), so its call needs no
-            # hold, no task of its own and no rounds: it runs here, and a question is refused as `ask`
-            # refuses it. (In this method, not a helper's: every modern call passes here.)
+            # hold, no task of its own and no rounds: it runs as any request, and a question is refused
+            # as `ask` refuses it.
             caps = params["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
             if not isinstance(caps, dict) or _ASKABLE.isdisjoint(caps):
-                return await self.gw.handle_request(session, msg, partial(self._refused_or_relayed, session, emit),
-                                                    bytes_in=size)
-            return await self._hold(session, msg, emit, size, caps)
+                return self.gw.handle_request(session, msg, partial(self._refused_or_relayed, session, emit),
+                                              bytes_in=size)
+            return self._hold(session, msg, emit, size, caps)
+        return self._retry(session, msg, emit)
+
+    async def _retry(self, session: Session, msg: Message, emit: Emit | None) -> Message | None:
+        """A retry with `inputResponses` and the `requestState` of a round: checked, then resumed."""
+        params = msg["params"]
         rest, responses, state = retry_parts(params)
         try:
             hold = self._verify(session, msg, rest, responses, state)

@@ -82,10 +82,12 @@ def augmented(client_params: dict[str, Any], params: dict[str, Any], tool: Any,
               server_capabilities: dict[str, Any]) -> dict[str, Any]:
     """A 2026-07-28 client's call that declared the extension, to a legacy server's tool that
     runs only as a task: augmented with `task`, as that server requires."""
-    if "task" in params or not is_modern(client_params) or not declares_extension(client_params):
+    if "task" in params:
         return params
+    # (the tool first: most run without a task, and every tools/call passes here)
     execution = tool.get("execution") if isinstance(tool, dict) else None
     if isinstance(execution, dict) and execution.get("taskSupport") == "required" \
+            and is_modern(client_params) and declares_extension(client_params) \
             and legacy_capability([server_capabilities]):
         return {**params, "task": {}}
     return params

@@ -1,0 +1,86 @@
+"""What a 2026-07-28 client's last tools/call showed at the door, so that the next one like it is
+not taken apart again.
+
+A modern client repeats itself: the same endpoint, token and agent, the same MCP headers, the same
+`_meta` envelope, often the same tool. The HTTP frontend checks every request's headers against its
+body (`_modern.mismatch`), reads its envelope (`protocol.modern.envelope`) and finds its session
+(`ModernSessions.session`); for a tools/call identical in all that those read to the last one that
+passed for that client, each answer is the same again, so `Passed` gives back the envelope and the
+session found then. Identical means: the same endpoint, principal and X-Agent-Id; no header name
+sent twice; the same `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` values and the same tool
+name in the body; a `_meta` equal to a copy of the one that passed; the tool's catalog entry still
+the very one it was, so that it still designates no `x-mcp-header` (a call of a tool that designates
+one is never remembered: its `Mcp-Param-*` headers are checked every time); and the session still
+open. Anything else takes the full checks. One entry per client, at most `_KEEP` clients.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from mcpwall.pipeline import Session
+from mcpwall.protocol.modern import Envelope
+
+if TYPE_CHECKING:
+    from mcpwall.proxy._gateway import Gateway
+
+#: clients remembered at once (then forgotten all together: each costs its next call the full checks)
+_KEEP = 1024
+
+#: (endpoint, principal, X-Agent-Id header)
+Key = tuple[str | None, str, str | None]
+
+
+class _Shape(NamedTuple):
+    #: MCP-Protocol-Version, Mcp-Method and Mcp-Name as sent, and the body's tool name
+    sig: tuple[str | None, str | None, str | None, str]
+    meta: dict[str, Any]
+    env: Envelope
+    session: Session
+    #: the server's name, the server, the tool's name there and its catalog entry then
+    owner: str
+    upstream: Any
+    tool: str
+    entry: Any
+
+
+def signature(headers: dict[str, str], name: str) -> tuple[str | None, str | None, str | None, str]:
+    """What a call shows of itself in its MCP headers and its body's tool name."""
+    return headers.get("mcp-protocol-version"), headers.get("mcp-method"), headers.get("mcp-name"), name
+
+
+class Passed:
+    """Each modern client's last tools/call that passed the door checks (`_modern.ModernSessions`)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+        self._by: dict[Key, _Shape] = {}
+
+    def same(self, key: Key, sig: tuple[str | None, str | None, str | None, str],
+             meta: dict[str, Any]) -> _Shape | None:
+        """The last call of client `key` that passed, when this one shows the same (see the module
+        docstring; the caller has seen that no header name came twice), else None."""
+        shape = self._by.get(key)
+        if (shape is None or shape.sig != sig or shape.meta != meta or shape.session.closed
+                or shape.upstream.catalog.tools.get(shape.tool) is not shape.entry
+                or self.gw.servers.get(shape.owner) is not shape.upstream):
+            return None
+        return shape
+
+    def remember(self, key: Key, sig: tuple[str | None, str | None, str | None, str], meta: dict[str, Any],
+                 env: Envelope, session: Session, found: tuple[str, str, Any, Any, Any] | None) -> None:
+        """Keep a call that passed every check; `found` is what `ModernSessions._designated` found for
+        its tool: (server, tool, the server, its entry, the schema when it designates a header)."""
+        if found is None or found[4] is not None:  # an unknown tool, or one whose headers are checked each time
+            self._by.pop(key, None)
+            return
+        if len(self._by) >= _KEEP:
+            self._by.clear()
+        owner, tool, upstream, entry, _ = found
+        # a copy (two levels: the capabilities and clientInfo objects too), so that what is compared next
+        # time is what was checked, whatever later holds the request's own
+        kept = {k: dict(v) if v.__class__ is dict else v for k, v in meta.items()}
+        self._by[key] = _Shape(sig, kept, env, session, owner, upstream, tool, entry)
+
+
+__all__ = ["Passed", "signature"]
