@@ -158,6 +158,8 @@ _MODERN_PATHS = (
           "`era: modern`", True, "http", bridged=True, aggregated=True, era="modern", ci=False),
     Path2("gw-proxy-stdio-stdio-modern", "`mcpwall proxy --stdio` (aggregated) through bridge2.py, stdio upstream, "
           "`era: modern`", True, "stdio", bridged=True, aggregated=True, era="modern"),
+    Path2("gw-wrap-stdio-modern", "`mcpwall wrap --era modern` (one stdio server, names unchanged) through "
+          "bridge2.py", True, "stdio", bridged=True, era="modern"),
 )
 ALL_PATHS = (
     Path2("direct-http", "the reference server over streamable HTTP, no mcpwall", False, ""),
@@ -212,6 +214,11 @@ class Paths2(runner.Paths):
             return f"{self._gateway()}/pref"
         if path == "gw-post-http-upstream":
             return f"{self._gateway()}/remote"
+        if path == "gw-wrap-stdio-modern":
+            reference = [PYTHON, str(self.reference), "stdio"]
+            home = self._stdio_home({"wref": {"command": PYTHON, "args": reference[1:]}})
+            return self._bridge(path, [MCPWALL, "wrap", "--home", str(home), "--name", "wref", "--era", "modern",
+                                       "--", *reference])
         if path == "gw-proxy-stdio-stdio-upstream":
             return self._stdio_proxy(path, {"local": self._servers("legacy")["ref"]})
         return super().url(path)
