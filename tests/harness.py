@@ -17,7 +17,8 @@ this module is the one test file that follows it:
 - `context(...)` is the recording context: a `RequestContext` fixture message for calling one
   stage hook directly; `StageView` is what such a hook reads of a gateway (a real policy store,
   no servers, no processes); `Recorder` keeps what every finished request left in `ctx.notes`.
-- `free_port()` is the one free-port helper.
+- `free_port()` is the one free-port helper; `wait_answers(url, proc)` waits for a server the test
+  started to answer HTTP.
 
 Everything listens on 127.0.0.1 and is stopped by the context manager that started it.
 """
@@ -29,11 +30,14 @@ import contextlib
 import itertools
 import json
 import socket
+import subprocess
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import httpx
 import orjson
 import uvicorn
 
@@ -60,6 +64,29 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_answers(url: str, proc: subprocess.Popen[bytes], log: Path | None = None, timeout: float = 90.0,
+                 probe: Callable[[str], object] | None = None) -> None:
+    """Wait until the server `proc` started answers HTTP at `url` (any status; `probe(url)` may say what a
+    try is, by default a GET). The deadline is of the clock, not a count of tries: a Python server's
+    imports take seconds on a loaded 2-core machine. Raises, with the tail of `log`, when it exits or
+    never answers."""
+    def tail() -> str:
+        return log.read_text(errors="replace")[-2000:] if log is not None and log.exists() else ""
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args!r} exited ({proc.returncode}) before answering on {url}: {tail()}")
+        try:
+            (probe or (lambda u: httpx.get(u, timeout=2)))(url)
+            return
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{proc.args!r} did not answer on {url} within {timeout:.0f} s: {tail()}"
+                                   ) from None
+            time.sleep(0.1)
 
 
 # ---------------------------------------------------------------------- building

@@ -31,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcpwall._token import ensure_named_token
 from mcpwall.oauth import OWNER, LoginRequired, TokenStore, UpstreamAuth
-from tests.harness import free_port
+from tests.harness import free_port, wait_answers
 from tests.oauth.glewlwyd import USERS, Glewlwyd
 from tests.proxy.harness import MCPWALL, PERMISSIVE, GatewayProcess, http_client
 
@@ -59,12 +59,7 @@ def serve_protected(glewlwyd: Glewlwyd, log_path: Path, transport: str = "stream
         proc = subprocess.Popen([sys.executable, str(HERE / "protected_server.py"), str(port), issuer,
                                  f"{issuer}/jwks", "mcp:tools", transport], stdout=log, stderr=log)
         try:
-            for _ in range(150):
-                try:
-                    httpx.get(url, timeout=0.5)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
+            wait_answers(url, proc, log_path)
             yield Protected(url, proc)
         finally:
             proc.terminate()

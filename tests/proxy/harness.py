@@ -22,7 +22,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.harness import free_port
+from tests.harness import free_port, wait_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "node_modules" / ".bin"
@@ -80,12 +80,7 @@ def http_script_server(name: str, *args: str) -> Iterator[str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        for _ in range(150):
-            try:
-                httpx.post(url, timeout=0.5)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        wait_answers(url, proc, probe=lambda u: httpx.post(u, timeout=2))
         yield url
     finally:
         proc.terminate()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import httpx
 import mcp_types as types
 import pytest
 
-from tests.harness import free_port
+from tests.harness import free_port, wait_answers
 from tests.proxy.harness import HERE, MEMORY, PERMISSIVE, GatewayProcess, http_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -32,14 +31,16 @@ def _serve(transport: str) -> tuple[subprocess.Popen[bytes], str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     path = "/mcp" if transport == "streamable-http" else "/sse"
     url = f"http://127.0.0.1:{port}{path}"
-    for _ in range(150):
-        try:
-            with httpx.stream("GET", url, timeout=0.5, headers={"Accept": "text/event-stream"}):
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"{transport} server did not start")
+    def probe(u: str) -> None:
+        with httpx.stream("GET", u, timeout=2, headers={"Accept": "text/event-stream"}):
+            pass
+
+    try:
+        wait_answers(url, proc, probe=probe)
+    except RuntimeError:
+        proc.kill()
+        raise
+    return proc, url
 
 
 @pytest.fixture(scope="module")
