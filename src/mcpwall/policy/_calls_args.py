@@ -83,6 +83,14 @@ _WEB_SEARCH_WORDS: Final = frozenset(
      # a code host's or a documentation site's index (`search_code`, `search_repositories`, `search_docs`)
      "code", "repositories", "repos", "issues", "docs", "documentation", "papers", "packages", "libraries"}
 )
+#: Tool-name words of a tool whose writing runs later (a cron job, a CI workflow, a hook, a function deployed):
+#: what it is given is code, never data.
+_RUNS_LATER: Final = frozenset(
+    {"cron", "crontab", "schedule", "scheduled", "job", "jobs", "task", "tasks", "hook", "hooks", "webhook",
+     "startup", "service", "daemon", "launch", "autostart", "workflow", "workflows", "pipeline", "script",
+     "scripts", "macro", "trigger", "automation", "lambda", "function", "functions", "action", "actions", "alias",
+     "profile", "plugin", "extension", "deploy", "install"}
+)
 #: Tool-name words of a tool that keeps what it is given as notes (a thinking or memory tool, a translator).
 _NOTE_WORDS: Final = frozenset(
     {"think", "thinking", "sequentialthinking", "thought", "thoughts", "remember", "memorize", "memory", "note",
@@ -183,8 +191,8 @@ def tool_flags(name: str) -> int:
             flags |= SEND_TOOL
         if "search" in words and not words.isdisjoint(_WEB_SEARCH_WORDS):
             flags |= WEB_SEARCH
-        if not flags & SHELL_TOOL and (flags & (WRITE_TOOL | SEND_TOOL | WEB_SEARCH)
-                                       or not words.isdisjoint(_NOTE_WORDS)):
+        if not flags & SHELL_TOOL and words.isdisjoint(_RUNS_LATER) and (
+                flags & (WRITE_TOOL | SEND_TOOL | WEB_SEARCH) or not words.isdisjoint(_NOTE_WORDS)):
             flags |= STORE_TOOL
         if len(_TOOL_FLAGS) >= 4096:
             _TOOL_FLAGS.clear()

@@ -119,11 +119,13 @@ def file_operands(program: str, args: list[str], out: list[Fact]) -> None:
 #: (or decides who logs in); written elsewhere (`README.md`, `src/run.py`, `/workspace/build.sh`) it is data
 #: until something runs it, and that call is judged then.
 _RUN_PLACES: Final = re.compile(
-    r"(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|zshenv|zlogin|zlogout|cshrc|"
+    # case-blind: macOS and Windows file systems are (`~/.ZSHRC` is `~/.zshrc` there)
+    r"(?i)(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|zshenv|zlogin|zlogout|cshrc|"
     r"tcshrc|kshrc|xinitrc|xprofile|xsession|pam_environment|inputrc|envrc|npmrc|pypirc|netrc|gitconfig)$"
     r"|(?:^|/)\.(?:ssh|gnupg|config/(?:fish|systemd|autostart)|kube|docker|aws)(?:/|$)"
     r"|(?:^|/)(?:etc|var/spool|bin|sbin|usr/(?:local/)?s?bin|lib/systemd|usr/lib/systemd|boot|root)(?:/|$)"
-    r"|(?:^|/)\.local/bin/|^~/bin/|(?:^|/)\.git/hooks/|(?:^|/)\.husky/|(?:^|/)Library/(?:LaunchAgents|LaunchDaemons|"
+    r"|(?:^|/)\.local/bin/|^~/bin/|(?:^|/)\.git/(?:hooks/|config$)|(?:^|/)\.husky/|(?:^|/)\.vscode/(?:tasks|settings|"
+    r"launch)\.json$|(?:^|/)\.devcontainer/|(?:^|/)\.github/workflows/|(?:^|/)\.gitlab-ci\.ya?ml$|(?:^|/)Library/(?:LaunchAgents|LaunchDaemons|"
     r"StartupItems)/|\.(?:desktop|service|timer|plist)$|(?i:\\Start Menu\\|CurrentVersion\\Run)"
 )
 

@@ -384,6 +384,19 @@ def _response_texts(result: Any) -> tuple[str, ...]:
     return tuple(v.raw for v in walker.values if v.key not in ("type", "mimeType"))
 
 
+def _runs_spelled(walker: _Walker) -> bool:
+    """Whether a value that is not data names a place something runs in any spelling (its normal form, its real
+    path, inside JSON carried in a string): `_calls.runs_written` read only the texts as sent."""
+    inert = walker.inert
+    for v in walker.values:
+        if v.path in inert:
+            continue
+        for text in v.variants:
+            if text[:1] in "/~$.f" and runs_written(text):
+                return True
+    return False
+
+
 _default_realpath: Final = CachedRealpath()
 _default_resolver: Final = HostResolver()
 _HOME: Final = os.path.expanduser("~")
@@ -401,9 +414,15 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
     flags = tool_flags(call.name)
     # A file or message tool's texts are data, unless it writes where something runs them (`~/.bashrc`).
     stores = flags if flags & STORE_TOOL and not runs_written(call.arguments) else 0
-    walker = _Walker(home, _default_realpath if resolve_symlinks else None,
-                     _default_resolver if resolve_hosts else None, shell=bool(flags & SHELL_TOOL), stores=stores)
+    realpath = _default_realpath if resolve_symlinks else None
+    resolver = _default_resolver if resolve_hosts else None
+    walker = _Walker(home, realpath, resolver, shell=bool(flags & SHELL_TOOL), stores=stores)
     walker.walk(call.arguments, "", "", 0)
+    if walker.inert and _runs_spelled(walker):
+        # A place something runs, spelled otherwise or reached through a symlink (`/workspace/rc` -> ~/.bashrc):
+        # nothing the call writes is data after all.
+        walker = _Walker(home, realpath, resolver, shell=bool(flags & SHELL_TOOL))
+        walker.walk(call.arguments, "", "", 0)
     derived = walker.derived
     if flags or (len(derived) > 1 and may_add_facts(flags, derived)):  # a secret and a sink take two facts
         derived += call_facts(call.name, derived, walker.values)
