@@ -139,12 +139,11 @@ def envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     A required key missing (the version, the client capabilities) is invalid params; a version the
     gateway does not serve per request is UnsupportedProtocolVersionError naming those it does.
     """
-    meta = params.get("_meta")
+    meta: Any = params.get("_meta")
     if meta.__class__ is dict:
         # Every modern call passes here: an envelope as JSON gives it (a served version, capabilities
         # an object, no or a known log level) is read in one pass; anything else takes the checks below,
         # which find the same answer and say what is wrong.
-        assert isinstance(meta, dict)
         version = meta.get(PROTOCOL_VERSION_META_KEY)
         level = meta.get(LOG_LEVEL_META_KEY)
         if (
@@ -292,9 +291,8 @@ def finish(method: str, response: Message) -> Message:
     no shared cache may keep it. An error with a retired code (the gateway's circuit-open -32002)
     is answered as an upstream error (-32000) with the same data.
     """
-    body = response.get("result")
+    body: Any = response.get("result")
     if body.__class__ is dict:
-        assert isinstance(body, dict)
         out = dict(body)
         out.setdefault("resultType", "complete")
         meta = out.get("_meta")

@@ -255,8 +255,8 @@ class HttpFrontend:
             await self.gateway.refused_raw(raw, exc, server=server, peer=peer(scope))
             await reply_json(send, 400, exc.to_message())
             return
-        if await self.modern.took(scope, receive, send, msg, len(raw), server, headers, identity):
-            return  # a 2026-07-28 request (no session; headers mirror the body), or headers that disagree
+        if answering := self.modern.took(scope, receive, send, msg, len(raw), server, headers, identity):
+            return await answering  # a 2026-07-28 request (no session), or MCP headers that disagree
         is_init = msg.get("method") == "initialize" and "id" in msg
         if is_init:
             session = self.gateway.open_session("http", server, peer=peer(scope), principal=identity or "",
@@ -348,8 +348,8 @@ class HttpFrontend:
             await self.gateway.refused_raw(raw, exc, server=server, peer=peer(scope))
             await reply_json(send, 400, exc.to_message())
             return
-        if await self.modern.took(scope, receive, send, msg, len(raw), server, headers, identity):
-            return
+        if answering := self.modern.took(scope, receive, send, msg, len(raw), server, headers, identity):
+            return await answering
         session = self._plain_session(server, identity or "", peer(scope), headers)
         session.last_seen = time.monotonic()
         if "method" in msg and "id" in msg:

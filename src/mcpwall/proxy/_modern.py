@@ -31,7 +31,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.pipeline import Session
-from mcpwall.protocol import ErrorCode, Message, ProtocolError, error, request_id
+from mcpwall.protocol import ErrorCode, Message, ProtocolError, request_id
 from mcpwall.protocol.modern import (
     LATEST_MODERN,
     MODERN_VERSIONS,
@@ -47,7 +47,7 @@ from mcpwall.protocol.mrtr import INPUT_REQUIRED_METHODS
 from mcpwall.protocol.naming import split
 from mcpwall.proxy._asgi import Receive, Scope, Send, peer, reply, reply_json
 from mcpwall.proxy._listen import serve_stream
-from mcpwall.proxy._passed import Key, Passed, signature
+from mcpwall.proxy._passed import Key, Passed, Signature
 from mcpwall.proxy._sse import Call, answer_request
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class ModernSessions:
         found.last_seen = time.monotonic()
         return found
 
-    async def took(
+    def took(
         self,
         scope: Scope,
         receive: Receive,
@@ -239,77 +239,70 @@ class ModernSessions:
         server: str | None,
         headers: dict[str, str],
         identity: str | None,
-    ) -> bool:
-        """Answer a POST of the modern revision: its envelope and headers checked first, then the
-        request through the gateway in its principal's session, as JSON or an event stream (True).
-        For a legacy request, refuse it when the MCP headers it sent disagree with its body (True),
-        else leave it to the frontend (False)."""
+    ) -> Awaitable[None] | None:
+        """What answers a POST of the modern revision: its envelope and headers checked first, then
+        the request through the gateway in its principal's session, as JSON or an event stream. For a
+        legacy request, the refusal when the MCP headers it sent disagree with its body, else None
+        (the frontend answers it). (What to await, not a coroutine of its own: every modern call
+        passes here, and each level of coroutines is paid again at every suspension of the call.)"""
         # `claims`, `is_modern` and `request_id` as one pass over the message: every modern call is
         # taken apart here, so each look is made once
-        params = msg.get("params")
-        meta = params.get("_meta") if params.__class__ is dict else None
+        params: Any = msg.get("params")
+        meta: Any = params.get("_meta") if params.__class__ is dict else None
         enveloped = meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta
         if not enveloped and (msg.get("method") == "initialize" or headers.get(VERSION_HEADER) not in MODERN_VERSIONS):
             # a legacy request (a handshake client's `initialize`; one in the 2026-07-28 envelope is
             # refused as removed)
             why = mismatch(scope["headers"], headers, msg, modern=False, schema_of=_no_schema)
             if why is None:
-                return False
+                return None
             text = f"Header mismatch: {why}"
-            await self.gateway.refused(
-                msg, ErrorCode.HEADER_MISMATCH, text, server=server or server_of(msg), peer=peer(scope)
-            )
-            await reply_json(send, 400, error(request_id(msg), ErrorCode.HEADER_MISMATCH, text))
-            return True
+            return self._refuse(scope, send, msg, server or server_of(msg),
+                                ProtocolError(ErrorCode.HEADER_MISMATCH, text, request_id(msg)))
         rid = msg.get("id")
         if rid.__class__ is not str and rid.__class__ is not int:
             rid = request_id(msg)  # (a bool, a float, an object: no id an answer can carry)
-        is_request = "method" in msg and "id" in msg
-        try:
-            if not is_request:
-                # 2026-07-28 defines no client-to-server notification over HTTP (closing a response
-                # stream cancels its request), and a client sends no responses: accepted, unread.
-                if "method" in msg:
-                    await reply(send, 202, b"")
-                    return True
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "a 2026-07-28 client sends requests only", rid)
-            if not enveloped:
-                raise ProtocolError(
-                    ErrorCode.INVALID_PARAMS,
-                    f"params._meta is missing the required envelope key(s): {PROTOCOL_VERSION_META_KEY}",
-                    rid,
-                )
-            assert isinstance(params, dict)
-            assert isinstance(meta, dict)
-            # A tools/call like the client's last one that passed is answered as that one was (_passed.py).
-            name: Any = params.get("name")
-            key: Key | None = None
-            shape = None
-            if msg["method"] == "tools/call" and name.__class__ is str and len(scope["headers"]) == len(headers):
-                key = (server, identity or "", headers.get("x-agent-id"))
-                sig = signature(headers, name)
-                shape = self._passed.same(key, sig, meta)
-            if shape is None:
-                why = mismatch(scope["headers"], headers, msg, modern=True,
-                               schema_of=partial(self._designated, server))
-                if why is not None:
-                    raise ProtocolError(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {why}", rid)
-                env = checked_envelope(rid, params)  # routing reads it again (`envelope_of`)
-        except ProtocolError as exc:
-            where = server or (server_of(msg) if is_request else None)
-            await self.gateway.refused(msg, exc.code, exc.message, server=where, peer=peer(scope))
-            await reply_json(send, 400, exc.to_message())
-            return True
-        if shape is not None:
-            remember_envelope(meta, shape.env)  # routing reads it again (`envelope_of`)
-            session = shape.session
-            session.last_seen = time.monotonic()
+        if "method" not in msg or "id" not in msg:
+            # 2026-07-28 defines no client-to-server notification over HTTP (closing a response
+            # stream cancels its request), and a client sends no responses: accepted, unread.
+            if "method" in msg:
+                return reply(send, 202, b"")
+            return self._refuse(scope, send, msg, server, ProtocolError(
+                ErrorCode.INVALID_REQUEST, "a 2026-07-28 client sends requests only", rid))
+        if not enveloped:
+            return self._refuse(scope, send, msg, server or server_of(msg), ProtocolError(
+                ErrorCode.INVALID_PARAMS,
+                f"params._meta is missing the required envelope key(s): {PROTOCOL_VERSION_META_KEY}", rid))
+        # A tools/call like the client's last one that passed is answered as that one was (_passed.py).
+        name = params.get("name")
+        if msg["method"] == "tools/call" and name.__class__ is str and len(scope["headers"]) == len(headers):
+            client: Key = (server, identity or "", headers.get("x-agent-id"))
+            sig: Signature = (headers.get(VERSION_HEADER), headers.get(METHOD_HEADER), headers.get(NAME_HEADER), name)
+            shape = self._passed.same(client, sig, meta)
+            if shape is not None:
+                remember_envelope(meta, shape.env)  # routing reads it again (`envelope_of`)
+                session = shape.session
+                session.last_seen = time.monotonic()
+                return self._answer(receive, send, msg, size, session)
+            key: Key | None = client
         else:
-            session = self.session(server, identity or "", headers, scope)
-            if key is not None:
-                self._passed.remember(key, sig, meta, env, session, self._designated_by.get((server, name)))
-        await self._answer(receive, send, msg, size, session)
-        return True
+            key = None
+        try:
+            why = mismatch(scope["headers"], headers, msg, modern=True, schema_of=partial(self._designated, server))
+            if why is not None:
+                raise ProtocolError(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {why}", rid)
+            env = checked_envelope(rid, params)  # routing reads it again (`envelope_of`)
+        except ProtocolError as exc:
+            return self._refuse(scope, send, msg, server or server_of(msg), exc)
+        session = self.session(server, identity or "", headers, scope)
+        if key is not None:
+            self._passed.remember(key, sig, meta, env, session, self._designated_by.get((server, name)))
+        return self._answer(receive, send, msg, size, session)
+
+    async def _refuse(self, scope: Scope, send: Send, msg: Message, server: str | None, exc: ProtocolError) -> None:
+        """A request refused before any stage: its ledger row, and the error as HTTP 400."""
+        await self.gateway.refused(msg, exc.code, exc.message, server=server, peer=peer(scope))
+        await reply_json(send, 400, exc.to_message())
 
     def _answer(self, receive: Receive, send: Send, msg: Message, size: int, session: Session) -> Awaitable[None]:
         """The request through the gateway in `session`, answered as JSON or an event stream (what to
@@ -345,6 +338,8 @@ class ModernSessions:
 def _status_of(answer: Message) -> int:
     """The HTTP status of a modern request's answer (`_STATUS`, else 200)."""
     err = answer.get("error")
+    if err is None:  # (a result)
+        return 200
     code = err.get("code") if isinstance(err, dict) else None
     return _STATUS.get(code, 200) if code.__class__ is int else 200
 

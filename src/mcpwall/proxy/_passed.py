@@ -29,11 +29,12 @@ _KEEP = 1024
 
 #: (endpoint, principal, X-Agent-Id header)
 Key = tuple[str | None, str, str | None]
+#: MCP-Protocol-Version, Mcp-Method and Mcp-Name as sent, and the body's tool name
+Signature = tuple[str | None, str | None, str | None, str]
 
 
 class _Shape(NamedTuple):
-    #: MCP-Protocol-Version, Mcp-Method and Mcp-Name as sent, and the body's tool name
-    sig: tuple[str | None, str | None, str | None, str]
+    sig: Signature
     meta: dict[str, Any]
     env: Envelope
     session: Session
@@ -44,11 +45,6 @@ class _Shape(NamedTuple):
     entry: Any
 
 
-def signature(headers: dict[str, str], name: str) -> tuple[str | None, str | None, str | None, str]:
-    """What a call shows of itself in its MCP headers and its body's tool name."""
-    return headers.get("mcp-protocol-version"), headers.get("mcp-method"), headers.get("mcp-name"), name
-
-
 class Passed:
     """Each modern client's last tools/call that passed the door checks (`_modern.ModernSessions`)."""
 
@@ -56,8 +52,7 @@ class Passed:
         self.gw = gateway
         self._by: dict[Key, _Shape] = {}
 
-    def same(self, key: Key, sig: tuple[str | None, str | None, str | None, str],
-             meta: dict[str, Any]) -> _Shape | None:
+    def same(self, key: Key, sig: Signature, meta: dict[str, Any]) -> _Shape | None:
         """The last call of client `key` that passed, when this one shows the same (see the module
         docstring; the caller has seen that no header name came twice), else None."""
         shape = self._by.get(key)
@@ -67,7 +62,7 @@ class Passed:
             return None
         return shape
 
-    def remember(self, key: Key, sig: tuple[str | None, str | None, str | None, str], meta: dict[str, Any],
+    def remember(self, key: Key, sig: Signature, meta: dict[str, Any],
                  env: Envelope, session: Session, found: tuple[str, str, Any, Any, Any] | None) -> None:
         """Keep a call that passed every check; `found` is what `ModernSessions._designated` found for
         its tool: (server, tool, the server, its entry, the schema when it designates a header)."""
@@ -83,4 +78,4 @@ class Passed:
         self._by[key] = _Shape(sig, kept, env, session, owner, upstream, tool, entry)
 
 
-__all__ = ["Passed", "signature"]
+__all__ = ["Key", "Passed", "Signature"]
