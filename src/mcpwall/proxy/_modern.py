@@ -187,17 +187,10 @@ class ModernSessions:
         hit = self._designated_by.get((server, name))
         if hit is not None and hit[2].catalog.tools.get(hit[1]) is hit[3] and servers.get(hit[0]) is hit[2]:
             return hit[4]
-        if server is not None:
-            owner, tool = server, name
-        else:
-            parts = split(name)
-            if parts is None:
-                return None
-            owner, tool = parts
-        upstream = servers.get(owner)
-        if upstream is None:
+        at = _catalog_entry(self.gateway, server, name)
+        if at is None:
             return None
-        entry = upstream.catalog.tools.get(tool)
+        owner, tool, upstream, entry = at
         found = entry.get("inputSchema") if isinstance(entry, dict) else None
         schema = found if isinstance(found, dict) and designates(found) else None
         if entry is not None:
@@ -371,18 +364,25 @@ def schema_lookup(gateway: Gateway, server: str | None) -> Callable[[str], Any]:
     """A tool's inputSchema by the name a client of this endpoint calls it (None when unknown)."""
 
     def schema_of(name: str) -> Any:
-        if server is not None:
-            owner, tool = server, name
-        else:
-            parts = split(name)
-            if parts is None:
-                return None
-            owner, tool = parts
-        upstream = gateway.servers.get(owner)
-        entry = upstream.catalog.tools.get(tool) if upstream is not None else None
+        at = _catalog_entry(gateway, server, name)
+        entry = at[3] if at is not None else None
         return entry.get("inputSchema") if isinstance(entry, dict) else None
 
     return schema_of
+
+
+def _catalog_entry(gateway: Gateway, server: str | None, name: str) -> tuple[str, str, Any, Any] | None:
+    """(server's name, the tool's name there, the server, its catalog entry or None) of the tool a client
+    of this endpoint calls `name`; None when no server is named so."""
+    if server is not None:
+        owner, tool = server, name
+    else:
+        parts = split(name)
+        if parts is None:
+            return None
+        owner, tool = parts
+    upstream = gateway.servers.get(owner)
+    return (owner, tool, upstream, upstream.catalog.tools.get(tool)) if upstream is not None else None
 
 
 __all__ = ["ModernSessions", "claims", "mismatch", "schema_lookup", "server_of"]
