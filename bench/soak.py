@@ -15,7 +15,11 @@ a trace; it runs about twice as slowly then), and at each line it is asked (SIGU
 snapshot and a count of live objects by type; at the end the last snapshot is compared with the first
 and the allocation sites and types that grew most are printed.
 
-Usage: python bench/soak.py [--calls 100000] [--every 10000] [--clients 1] [--tracemalloc 0] [--json]
+`--tree PATH` runs another checkout's gateway (its sources and native build, `tools/build_native.py` run
+in it, through PYTHONPATH) with its own default policy. A build is used only while it matches every
+source it was made from (mcpwall._native): the line `native build:` says whether it did.
+
+Usage: python bench/soak.py [--calls 100000] [--every 10000] [--clients 1] [--tree PATH] [--tracemalloc 0] [--json]
 """
 
 from __future__ import annotations
@@ -177,12 +181,21 @@ def compare_dumps(dumps: Path, first: int, last: int, top: int) -> None:
     print("live objects by type that grew most: " + ", ".join(f"{k} {d:+,}" for d, k in grew if d > 0))
 
 
+def native(tree: Path) -> str:
+    """Whether `tree`'s gateway runs its native build (it runs pure Python when a source changed since)."""
+    code = "import mcpwall._native as n; print('in use' if n.enabled() else 'NOT in use (pure Python)')"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(tree / "src")}).stdout.strip()
+
+
 def run(opts: Any) -> dict[str, Any]:
+    tree = opts.tree.resolve()
+    os.environ["PYTHONPATH"] = str(tree / "src")  # the gateway's sources (ahead of the editable install)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("MCPWALL_ANCHOR_DIR", str(Path(tmp) / "anchors"))  # not the user's ~/.local/state
         home = Path(tmp) / "home"
         home.mkdir()
-        default = ROOT / "src" / "mcpwall" / "policy" / "templates" / "default.yaml"
+        default = tree / "src" / "mcpwall" / "policy" / "templates" / "default.yaml"
         (home / "policy.yaml").write_text(po.POLICY.format(default=default))
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -263,6 +276,7 @@ def main() -> None:
     parser.add_argument("--tracemalloc", type=int, default=0, metavar="FRAMES",
                         help="debug: run the gateway under tracemalloc and show what grew")
     parser.add_argument("--top", type=int, default=12, help="with --tracemalloc: sites and types to show")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose gateway runs (default: this one)")
     parser.add_argument("--json", action="store_true")
     opts = parser.parse_args()
     with open("/proc/cpuinfo", encoding="utf-8") as info:
@@ -271,6 +285,7 @@ def main() -> None:
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {os.getloadavg()[0]:.2f}")
     print(f"soak: {opts.calls:,} echo calls on /mcp as shipped (--stages all, SQLite ledger), {opts.clients} client(s)"
           + (f", tracemalloc {opts.tracemalloc} frames" if opts.tracemalloc else ""))
+    print(f"tree: {opts.tree.resolve()}, native build: {native(opts.tree.resolve())}")
     result = run(opts)
     print(f"RSS {result['rss_start_mib']} MiB at start, {result['rows'][0]['rss_mib']} after {opts.every:,} calls, "
           f"{result['rows'][-1]['rss_mib']} after {result['calls']:,}: slope {result['slope_kib_per_10k']:+.1f} KiB "
