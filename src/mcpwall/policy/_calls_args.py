@@ -21,8 +21,9 @@ FACT_TARGETS: Final = (
     "touches.programs",
     "touches.hosts",
     "touches.env",
+    "injected",
 )
-SECRETS, SINKS, FILES, WRITES, PROGRAMS, HOSTS, ENV = range(7)
+SECRETS, SINKS, FILES, WRITES, PROGRAMS, HOSTS, ENV, INJECTED = range(8)
 FACT_INDEX: Final = {name: i for i, name in enumerate(FACT_TARGETS)}
 #: One fact of a text: (index into FACT_TARGETS, text).
 Fact = tuple[int, str]
@@ -222,6 +223,7 @@ __all__ = [
     "FACT_TARGETS",
     "FILES",
     "HOSTS",
+    "INJECTED",
     "KEY_CODE",
     "KEY_COMMAND",
     "KEY_HOST",

@@ -9,6 +9,7 @@ attacker names that way (`cat /e*c/pas*wd`) touches that file.
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 from typing import Final
 
@@ -159,7 +160,7 @@ def _globbed(path: str) -> list[str]:
 _PUBLIC_READS: Final = re.compile(
     r"^/(?:usr|opt|bin|sbin|lib|lib32|lib64)(?:/|$)"
     r"|^/etc/?$"
-    r"|^/etc/(?:[\w.-]*[-_]release|issue(?:\.net)?|debian_version|hostname|timezone|localtime|shells|"
+    r"|^/etc/(?:[\w.-]*[-_]release|issue(?:\.net)?|debian_version|hostname|hosts|timezone|localtime|shells|"
     r"resolv\.conf|nsswitch\.conf|apt/sources\.list(?:\.d/[\w.-]+)?|nginx/[\w./-]+|apache2/[\w./-]+)$"
     r"|^/var/?$|^/var/log/?$|^/var/log/(?!auth|secure|wtmp|btmp|lastlog|audit|faillog)[\w.-]+(?:/[\w.-]+)*$"
 )
@@ -172,7 +173,32 @@ def spelled_paths(facts: tuple[Fact, ...]) -> list[str]:
     rules: seatbelt's block-sensitive-paths refuses all of /etc, /usr and /var to a file tool, and a shell
     reads there all day. Anything written there stays a spelling (`echo x > /etc/hosts`)."""
     written = {t for k, t in facts if k == WRITES}
-    return [t for k, t in facts if k == FILES and (t in written or "/." in t or _PUBLIC_READS.match(t) is None)]
+    out = []
+    for k, t in facts:
+        if k != FILES:
+            continue
+        if ".." in t and t[:1] not in "/~$\\" and _DOTS.search(t) is not None:
+            t = climbed(t)
+        if t in written or "/." in t or _PUBLIC_READS.match(t) is None:
+            out.append(t)
+    return out
 
 
-__all__ = ["basename", "file_operands", "home", "redirections", "runs_place", "single_path", "spelled_paths"]
+_DOTS: Final = re.compile(r"(?:^|/)\.\.(?:/|$)")
+_LEADING_DOTS: Final = re.compile(r"^(?:\.\./)+")
+
+
+def climbed(path: str) -> str:
+    """A relative path with `..` as the file it names when the dots climb to the root (`../../etc/passwd` is
+    `/etc/passwd`, `../README.md` is `/README.md`): a command's cwd is not known, and what a climb can reach
+    is what the file rules judge. A relative `..` is a shell's everyday `cd ..`, not a way out of a root (a
+    file tool's path keeps its `..` for block-path-traversal: it is the text as sent)."""
+    norm = posixpath.normpath(path)
+    if norm == "..":
+        return "/"
+    if not norm.startswith("../"):
+        return norm
+    return "/" + _LEADING_DOTS.sub("", norm + ("/" if path.endswith("/") else ""))
+
+
+__all__ = ["basename", "climbed", "file_operands", "home", "redirections", "runs_place", "single_path", "spelled_paths"]

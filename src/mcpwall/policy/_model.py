@@ -22,6 +22,8 @@ Target = Literal[
     "runnable",
     # what the call touches, runs and sends (`_calls.py`, issue 25)
     "secrets_out", "sinks", "touches.files", "touches.writes", "touches.programs", "touches.hosts", "touches.env",
+    # shell syntax in an argument that is not a command line (`x.txt; curl ...`, `$(id)`), in every spelling
+    "injected",
 ]
 MatchType = Literal["exact", "pattern", "contains"]
 RuleAction = Literal[

@@ -193,7 +193,7 @@ class _Plain:
 # The literals of `_model.py` (a test keeps them equal).
 TARGETS = ("command", "file", "network", "env", "process", "tool", "server", "resource", "prompt", "argName",
            "argValue", "response", "runnable", "secrets_out", "sinks", "touches.files", "touches.writes", "touches.programs",
-           "touches.hosts", "touches.env")
+           "touches.hosts", "touches.env", "injected")
 MATCH_TYPES = ("exact", "pattern", "contains")
 RULE_ACTIONS = ("allow", "deny", "block", "warn", "redact", "ask", "rewrite", "preprocess", "postprocess")
 MODES = ("audit", "enforce")

@@ -15,9 +15,20 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-from mcpwall.policy._calls import KEY_HOST, KEY_NO_FACTS, KEY_PLAIN, KEY_STORED, SECRETS, Fact, text_facts
+from mcpwall.policy._calls import (
+    INJECTED,
+    KEY_HOST,
+    KEY_NO_FACTS,
+    KEY_PLAIN,
+    KEY_STORED,
+    KEY_URL,
+    SECRETS,
+    Fact,
+    text_facts,
+)
 from mcpwall.policy._calls_files import spelled_paths
 from mcpwall.policy._calls_secrets import seed_only
+from mcpwall.policy._calls_shell import SHELL_SYNTAX
 from mcpwall.policy._host import canonical_host, canonical_ip, host_value
 from mcpwall.policy._normalize import forms
 from mcpwall.policy._shell import _WRAPPERS, command_texts
@@ -103,6 +114,12 @@ def spell_full(text: str, home: str | None, kind: int) -> Spelled:
         touched = tuple(dict.fromkeys(t for t in spelled_paths(facts) if t not in variants and t != text))
         if touched:
             variants += touched
+    if kind in (KEY_PLAIN, KEY_HOST, KEY_URL) and (SHELL_SYNTAX.search(text) is not None or len(variants) > 1):
+        # Shell syntax where no command line is expected (a file name, a host, a URL: `x.txt; curl ...`), in
+        # every spelling (`%3B` decoded): the `injected` fact. A command line's own syntax is the shell's.
+        injected = tuple((INJECTED, v) for v in variants if SHELL_SYNTAX.search(v) is not None)
+        if injected:
+            facts = facts + injected if facts else injected
     if host_key:
         # `{"host": "2130706433"}` reaches 127.0.0.1 as surely as a URL does. Only
         # restrictive rules get the host's spellings: the canonical one stays the text.
