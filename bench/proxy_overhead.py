@@ -324,6 +324,23 @@ def _wrk_ms(text: str, label: str) -> float:
     return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
 
 
+def wait_for_gateway(home: Path, port: int, seconds: float) -> str:
+    """The token of the gateway starting in `home` once its /health says ok ("" if it did not in time)."""
+    import httpx
+
+    token = ""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            token = (home / "run" / "gateway.token").read_text().strip()
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).json()["status"] == "ok":
+                return token
+        except (OSError, httpx.HTTPError, ValueError, KeyError):
+            pass
+        time.sleep(0.1)
+    return ""
+
+
 @contextmanager
 def gateway(home: Path, port: int) -> Iterator[tuple[int, str]]:
     servers = home / "servers.json"
@@ -331,17 +348,7 @@ def gateway(home: Path, port: int) -> Iterator[tuple[int, str]]:
     proc = subprocess.Popen([MCPWALL, "proxy", "--home", str(home), "--servers", str(servers), "--port", str(port),
                              "--log-level", "WARNING"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    import httpx
-
-    token = ""
-    for _ in range(300):
-        try:
-            token = (home / "run" / "gateway.token").read_text().strip()
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).json()["status"] == "ok":
-                break
-        except (OSError, httpx.HTTPError, ValueError, KeyError):
-            pass
-        time.sleep(0.1)
+    token = wait_for_gateway(home, port, 30.0)
     try:
         yield proc.pid, token
     finally:

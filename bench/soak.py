@@ -77,20 +77,10 @@ def gateway(home: Path, port: int, frames: int, dumps: Path) -> Iterator[tuple[i
     argv = ([sys.executable, "-c", TRACED, str(frames), str(dumps), *args] if frames
             else [po.MCPWALL, *args])
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    import httpx
-
-    token = ""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            token = (home / "run" / "gateway.token").read_text().strip()
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).json()["status"] == "ok":
-                break
-        except (OSError, httpx.HTTPError, ValueError, KeyError):
-            pass
-        time.sleep(0.1)
-    else:
+    token = po.wait_for_gateway(home, port, 120.0)
+    if not token:
         proc.kill()
+        proc.wait()
         raise RuntimeError("the gateway did not start")
     try:
         yield proc.pid, token
