@@ -44,6 +44,7 @@ from mcpwall.proxy._asgi import (
     Scope,
     Send,
     answer,
+    folded,
     peer,
     read_body,
     reply,
@@ -118,13 +119,12 @@ class HttpFrontend:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
+            return await self._lifespan(receive, send)
         if scope["type"] != "http":
             return
         path: str = scope["path"]
         method: str = scope["method"]
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = folded(scope["headers"])
         reject = self.door.refusal(scope, headers)  # Host, Origin, target: before any route
         if reject is not None:
             await self._turn_away(scope, receive, send, reject)
