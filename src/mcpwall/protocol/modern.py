@@ -293,14 +293,15 @@ def finish(method: str, response: Message) -> Message:
     """
     body: Any = response.get("result")
     if body.__class__ is dict:
-        out = dict(body)
-        out.setdefault("resultType", "complete")
-        meta = out.get("_meta")
-        out["_meta"] = (
-            {**meta, SERVER_INFO_META_KEY: SERVER_INFO}
+        # one build (every modern result passes): a server's own resultType, even null, stands
+        meta = body.get("_meta")
+        out = {
+            "resultType": "complete",
+            **body,
+            "_meta": {**meta, SERVER_INFO_META_KEY: SERVER_INFO}
             if meta.__class__ is dict
-            else {SERVER_INFO_META_KEY: SERVER_INFO}
-        )
+            else {SERVER_INFO_META_KEY: SERVER_INFO},
+        }
         if method in CACHEABLE_METHODS:
             ttl = out.get("ttlMs")
             out["ttlMs"] = ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0 else 0
@@ -407,7 +408,8 @@ def decode_header_value(value: str | None) -> str | None:
 
 
 #: the least severe level each `logLevel` lets through, as an index of LOG_ORDER (none: past its end)
-_FLOOR = {level: i for i, level in enumerate(LOG_ORDER)}
+_FLOOR: dict[str | None, int] = {level: i for i, level in enumerate(LOG_ORDER)}
+_SILENT = len(LOG_ORDER)
 
 
 def log_filter(
@@ -417,7 +419,7 @@ def log_filter(
     `_meta` names no `logLevel` (2026-07-28: a server MUST NOT send them then), else those at that
     level or more severe. Everything else (progress) passes. (A partial, not a closure: every
     modern request makes one.)"""
-    return partial(_filtered, emit, _FLOOR.get(level, len(LOG_ORDER)) if level.__class__ is str else len(LOG_ORDER))
+    return partial(_filtered, emit, _FLOOR.get(level, _SILENT))  # (None and an unknown level: none pass)
 
 
 async def _filtered(emit: Callable[[Message], Awaitable[None]], floor: int, msg: Message) -> None:

@@ -30,14 +30,8 @@ from mcpwall.pipeline import (
     Tap,
 )
 from mcpwall.policy import ServerSpec
-from mcpwall.protocol import (
-    ErrorCode,
-    Message,
-    ProtocolError,
-    classify,
-    error,
-)
-from mcpwall.protocol.modern import finish, is_modern
+from mcpwall.protocol import ErrorCode, Message, ProtocolError, classify, error
+from mcpwall.protocol.modern import PROTOCOL_VERSION_META_KEY, finish
 from mcpwall.proxy._aggregate import collisions
 from mcpwall.proxy._pipeline import Pipeline
 from mcpwall.proxy._refusals import Refusals
@@ -321,7 +315,8 @@ class Gateway:
             if response is not None:
                 # What the server answered, in a clean envelope and masked (ServerMessages.answer).
                 response = ctx.response = self.messages.answer(ctx, response)
-                if is_modern(params) and ctx.method != "initialize":
+                meta = params.get("_meta")  # (`is_modern` inline: every answer passes here)
+                if meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta and ctx.method != "initialize":
                     response = ctx.response = finish(ctx.method, response)  # 2026-07-28's result shape
             return response
         except asyncio.CancelledError:

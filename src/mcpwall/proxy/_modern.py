@@ -59,6 +59,8 @@ NAME_HEADER = "mcp-name"
 PARAM_PREFIX = "mcp-param-"
 _STANDARD = (VERSION_HEADER.encode(), METHOD_HEADER.encode(), NAME_HEADER.encode())
 _PARAM_PREFIX = PARAM_PREFIX.encode()
+#: the headers a remembered call's signature holds (`_passed.Signature`), in its order
+_SIGNED = (VERSION_HEADER, METHOD_HEADER, NAME_HEADER)
 #: Past this many sessions remembered, the closed ones are forgotten (the live ones are capped
 #: per principal by the frontend).
 _PRUNE_AT = 1024
@@ -270,13 +272,17 @@ class ModernSessions:
         name = params.get("name")
         if msg["method"] == "tools/call" and name.__class__ is str and len(scope["headers"]) == len(headers):
             client: Key = (server, identity or "", headers.get("x-agent-id"))
-            sig: Signature = (headers.get(VERSION_HEADER), headers.get(METHOD_HEADER), headers.get(NAME_HEADER), name)
+            sig: Signature = (*map(headers.get, _SIGNED), name)  # type: ignore[assignment]
             shape = self._passed.same(client, sig, meta)
             if shape is not None:
                 remember_envelope(meta, shape.env)  # routing reads it again (`envelope_of`)
                 session = shape.session
                 session.last_seen = time.monotonic()
-                return self._answer(receive, send, msg, size, session)
+                if msg["id"] in session.inflight:
+                    return self._answer(receive, send, msg, size, session)
+                # `_answer` of a tools/call whose id is free: straight to `Holds.serve`
+                return answer_request(receive, send, partial(self.gateway.traffic.mrtr.serve, session, msg, size=size),
+                                      [], _status_of)
             key: Key | None = client
         else:
             key = None
