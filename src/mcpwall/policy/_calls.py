@@ -37,7 +37,7 @@ tests/security/test_calls_speed.py checks against the full reading on every text
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Final
 
 from mcpwall.policy._calls_args import (
@@ -141,20 +141,23 @@ def _read(text: str, kind: int) -> tuple[Fact, ...]:
 # ---------------------------------------------------------------- the whole call
 
 
-def runs_written(arguments: object, depth: int = 0) -> bool:
-    """Whether a storing tool's arguments name a place whose files something runs (`_calls_files.runs_place`):
-    then what it writes there is not data (`~/.bashrc`, `/etc/cron.d/x`, `.git/hooks/pre-commit`). Every
-    text that is one path counts, whatever its key, and so does a mapping key that is one."""
-    if depth > 4:
-        return True
-    if isinstance(arguments, str):
-        text = arguments.strip()
-        return bool(text) and single_path(text) and runs_place(text[7:] if text.startswith("file://") else text)
-    if isinstance(arguments, Mapping):
-        return any(runs_written(k, depth + 1) or runs_written(v, depth + 1) for k, v in arguments.items())
-    if isinstance(arguments, list | tuple):
-        return any(runs_written(v, depth + 1) for v in arguments)
-    return False
+_RUNS: dict[str, bool] = {}
+
+
+def runs_written(text: str) -> bool:
+    """Whether a text is one path to a place whose files something runs (`_calls_files.runs_place`): then what a
+    storing tool writes in that call is not data (`~/.bashrc`, `/etc/cron.d/x`, `.git/hooks/pre-commit`).
+    Cached by text: the same paths come call after call."""
+    found = _RUNS.get(text)
+    if found is None:
+        stripped = text.strip()
+        found = bool(stripped) and single_path(stripped) and runs_place(
+            stripped[7:] if stripped.startswith("file://") else stripped)
+        if len(text) <= 1024:
+            if len(_RUNS) >= 4096:
+                _RUNS.clear()
+            _RUNS[text] = found
+    return found
 
 
 def may_add_facts(flags: int, derived: list[tuple[int, str, str]]) -> bool:

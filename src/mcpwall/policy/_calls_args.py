@@ -100,20 +100,22 @@ _NOTE_WORDS: Final = frozenset(
 #: A web search's question (`query`, `q`): sent to the engine. Elsewhere a `query` is SQL or a filter a server
 #: builds one from (`write_query`, `search_users`), and stays a text that may run.
 _QUERY_KEY = re.compile(r"(?i)^(?:query|q|search|search_query|searchquery|keywords?|question|prompt)$")
-_STORED_KEYS: dict[tuple[str, int], bool] = {}
+#: By key: 1 data for every storing tool, 2 only for a web search's (its question), 0 never.
+_STORED_KEYS: dict[str, int] = {}
 
 
 def stored_key(key: str, flags: int) -> bool:
     """Whether a key of a storing tool (`STORE_TOOL` among its `flags`) holds data the tool keeps or sends
     (`_STORED_KEY`; for a web search, its question too), cached by key."""
-    found = _STORED_KEYS.get((key, flags))
+    found = _STORED_KEYS.get(key)
     if found is None:
-        found = bool(flags & STORE_TOOL) and (
-            _STORED_KEY.search(key) is not None or bool(flags & WEB_SEARCH and _QUERY_KEY.match(key)))
+        found = 1 if _STORED_KEY.search(key) is not None else 2 if _QUERY_KEY.match(key) else 0
         if len(_STORED_KEYS) >= 4096:
             _STORED_KEYS.clear()
-        _STORED_KEYS[(key, flags)] = found
-    return found
+        _STORED_KEYS[key] = found
+    if not found or not flags & STORE_TOOL:
+        return False
+    return found == 1 or bool(flags & WEB_SEARCH)
 
 
 def place_key(key: str) -> bool:

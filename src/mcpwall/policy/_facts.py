@@ -385,8 +385,8 @@ def _response_texts(result: Any) -> tuple[str, ...]:
 
 
 def _runs_spelled(walker: _Walker) -> bool:
-    """Whether a value that is not data names a place something runs in any spelling (its normal form, its real
-    path, inside JSON carried in a string): `_calls.runs_written` read only the texts as sent."""
+    """Whether a value that is not data names a place something runs in any spelling (the text as sent, its
+    normal form, its real path, a path inside JSON carried in a string, a mapping key that is a path)."""
     inert = walker.inert
     for v in walker.values:
         if v.path in inert:
@@ -412,8 +412,9 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
     if home is None:
         home = _HOME
     flags = tool_flags(call.name)
-    # A file or message tool's texts are data, unless it writes where something runs them (`~/.bashrc`).
-    stores = flags if flags & STORE_TOOL and not runs_written(call.arguments) else 0
+    # A file or message tool's texts are data, unless it writes where something runs them (`~/.bashrc`, in any
+    # spelling: `_runs_spelled`).
+    stores = flags if flags & STORE_TOOL else 0
     realpath = _default_realpath if resolve_symlinks else None
     resolver = _default_resolver if resolve_hosts else None
     walker = _Walker(home, realpath, resolver, shell=bool(flags & SHELL_TOOL), stores=stores)
