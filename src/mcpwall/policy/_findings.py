@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from mcpwall.policy._calls import FACT_INDEX
+from mcpwall.policy._calls import FACT_INDEX, INJECTED
 from mcpwall.policy._compile import CompiledPolicy
 from mcpwall.policy._decision import Decision
 from mcpwall.policy._facts import Facts
@@ -36,8 +36,10 @@ def findings(policy: CompiledPolicy, facts: Facts, decision: Decision) -> list[d
         if rule is None or rule.target not in FACT_INDEX:
             continue
         index = FACT_INDEX[rule.target]
+        seen: set[str] = set()
         for kind, text, path in dict.fromkeys(facts.derived):  # a fact once, however many times derived
-            if kind == index and rule.matches_text(text):
+            if kind == index and (kind != INJECTED or path not in seen) and rule.matches_text(text):
+                seen.add(path)  # shell syntax in one argument is one finding, whichever spellings show it
                 out.append(
                     {
                         "rule_id": rule_id,
