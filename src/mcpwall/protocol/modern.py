@@ -100,6 +100,7 @@ __all__ = [
     "designates",
     "encode_header_value",
     "envelope",
+    "envelope_at",
     "envelope_of",
     "finish",
     "is_modern",
@@ -232,6 +233,16 @@ def envelope_of(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     """The envelope `checked_envelope` found for this very `_meta` object, else `envelope`'s."""
     if _CHECKED[0] is params.get("_meta") and _CHECKED[0] is not None:
         env: Envelope = _CHECKED[1]
+        return env
+    return envelope(rid, params)
+
+
+def envelope_at(rid: RequestId | None, params: dict[str, Any], meta: dict[str, Any]) -> Envelope:
+    """`envelope_of` for a caller holding the request's `_meta` object already (routing: every modern
+    request passes there)."""
+    checked = _CHECKED
+    if checked[0] is meta:
+        env: Envelope = checked[1]
         return env
     return envelope(rid, params)
 

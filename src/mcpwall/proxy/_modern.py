@@ -47,7 +47,7 @@ from mcpwall.protocol.mrtr import INPUT_REQUIRED_METHODS
 from mcpwall.protocol.naming import split
 from mcpwall.proxy._asgi import Receive, Scope, Send, peer, reply, reply_json
 from mcpwall.proxy._listen import serve_stream
-from mcpwall.proxy._passed import Key, Passed, Signature
+from mcpwall.proxy._passed import Key, Passed
 from mcpwall.proxy._sse import Call, answer_request
 
 if TYPE_CHECKING:
@@ -59,8 +59,8 @@ NAME_HEADER = "mcp-name"
 PARAM_PREFIX = "mcp-param-"
 _STANDARD = (VERSION_HEADER.encode(), METHOD_HEADER.encode(), NAME_HEADER.encode())
 _PARAM_PREFIX = PARAM_PREFIX.encode()
-#: the headers a remembered call's signature holds (`_passed.Signature`), in its order
-_SIGNED = (VERSION_HEADER, METHOD_HEADER, NAME_HEADER)
+#: the headers a remembered call's key holds (`_passed.Key`), in its order
+_KEYED = ("x-agent-id", VERSION_HEADER, METHOD_HEADER, NAME_HEADER)
 #: Past this many sessions remembered, the closed ones are forgotten (the live ones are capped
 #: per principal by the frontend).
 _PRUNE_AT = 1024
@@ -254,26 +254,23 @@ class ModernSessions:
             text = f"Header mismatch: {why}"
             return self._refuse(scope, send, msg, server or server_of(msg),
                                 ProtocolError(ErrorCode.HEADER_MISMATCH, text, request_id(msg)))
-        rid = msg.get("id")
-        if rid.__class__ is not str and rid.__class__ is not int:
-            rid = request_id(msg)  # (a bool, a float, an object: no id an answer can carry)
         if "method" not in msg or "id" not in msg:
             # 2026-07-28 defines no client-to-server notification over HTTP (closing a response
             # stream cancels its request), and a client sends no responses: accepted, unread.
             if "method" in msg:
                 return reply(send, 202, b"")
             return self._refuse(scope, send, msg, server, ProtocolError(
-                ErrorCode.INVALID_REQUEST, "a 2026-07-28 client sends requests only", rid))
+                ErrorCode.INVALID_REQUEST, "a 2026-07-28 client sends requests only", request_id(msg)))
         if not enveloped:
             return self._refuse(scope, send, msg, server or server_of(msg), ProtocolError(
                 ErrorCode.INVALID_PARAMS,
-                f"params._meta is missing the required envelope key(s): {PROTOCOL_VERSION_META_KEY}", rid))
+                f"params._meta is missing the required envelope key(s): {PROTOCOL_VERSION_META_KEY}",
+                request_id(msg)))
         # A tools/call like the client's last one that passed is answered as that one was (_passed.py).
         name = params.get("name")
         if msg["method"] == "tools/call" and name.__class__ is str and len(scope["headers"]) == len(headers):
-            client: Key = (server, identity or "", headers.get("x-agent-id"))
-            sig: Signature = (*map(headers.get, _SIGNED), name)  # type: ignore[assignment]
-            shape = self._passed.same(client, sig, meta)
+            client: Key = (server, identity or "", *map(headers.get, _KEYED), name)  # type: ignore[assignment]
+            shape = self._passed.same(client, meta)
             if shape is not None:
                 remember_envelope(meta, shape.env)  # routing reads it again (`envelope_of`)
                 session = shape.session
@@ -286,6 +283,9 @@ class ModernSessions:
             key: Key | None = client
         else:
             key = None
+        rid = msg["id"]  # (the remembered call needs none: read here, not before)
+        if rid.__class__ is not str and rid.__class__ is not int:
+            rid = request_id(msg)  # (a bool, a float, an object: no id an answer can carry)
         try:
             why = mismatch(scope["headers"], headers, msg, modern=True, schema_of=partial(self._designated, server))
             if why is not None:
@@ -295,7 +295,7 @@ class ModernSessions:
             return self._refuse(scope, send, msg, server or server_of(msg), exc)
         session = self.session(server, identity or "", headers, scope)
         if key is not None:
-            self._passed.remember(key, sig, meta, env, session, self._designated_by.get((server, name)))
+            self._passed.remember(key, meta, env, session, self._designated_by.get((server, name)))
         return self._answer(receive, send, msg, size, session)
 
     async def _refuse(self, scope: Scope, send: Send, msg: Message, server: str | None, exc: ProtocolError) -> None:

@@ -27,7 +27,7 @@ from mcpwall.protocol import SUPPORTED_VERSIONS, ErrorCode, Message, ProtocolErr
 from mcpwall.protocol.modern import (
     PROTOCOL_VERSION_META_KEY,
     REMOVED,
-    envelope_of,
+    envelope_at,
     legacy_params,
     log_filter,
     upstream_error,
@@ -51,6 +51,9 @@ def _pushing(session: Session) -> Emit:
     return push
 
 
+#: what a 2026-07-28 request may not call: the methods it removed, and the handshake
+_NOT_MODERN = REMOVED | {"initialize"}
+
 #: Methods routed to the upstream that owns the named tool, prompt or resource.
 ROUTED = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe",
                     "resources/unsubscribe", "completion/complete"})
@@ -72,8 +75,8 @@ class Router:
             # A 2026-07-28 request: its envelope checked (raises ProtocolError), and its session told who
             # speaks, unless the session was opened by `initialize` (that client's word stands). (Here,
             # not in a helper of its own: every modern request passes.)
-            env = envelope_of(ctx.id, params)  # checked by the HTTP frontend already, or here
-            if method in REMOVED or method == "initialize":  # 2026-07-28 removed the handshake
+            env = envelope_at(ctx.id, params, meta)  # checked by the HTTP frontend already, or here
+            if method in _NOT_MODERN:
                 raise ProtocolError(ErrorCode.METHOD_NOT_FOUND,
                                     f"Method not found: {method} (removed in {env.version})", ctx.id)
             # Log lines reach a modern request only at the level its `_meta` asked for, else none.
