@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpwall.policy import canonical_host, forms
-from mcpwall.security._json import strings
+from mcpwall.security._json import Flat, strings
 from mcpwall.security._paths import looks_like_path, sensitive, system_path
 
 _HOME = os.path.expanduser("~")
@@ -143,11 +143,13 @@ def _name_facts(tool: str) -> tuple[frozenset[str], bool, bool, bool, bool, bool
     return ws, reads, bool(ws & WRITE), sends, bool(ws & NETWORK), bool(ws & SHELL) or ("run" in ws and bool(ws & RUNNABLE))
 
 
-def classify(tool: str, arguments: Mapping[str, Any], description: str = "") -> CallFacts:
+def classify(tool: str, arguments: Mapping[str, Any], description: str = "", *, flat: Flat | None = None
+             ) -> CallFacts:
+    """The call's facts; `flat`: the arguments' strings when the caller has them (`_json.flatten`)."""
     ws, reads, writes, sends, network, shell = _name_facts(tool)
     facts = CallFacts(tool=tool, words=ws, shell=shell, reads=reads, writes=writes, sends=sends, network=network)
     size = 0
-    for _path, key, text in strings(arguments):
+    for _path, key, text in strings(arguments) if flat is None else flat:
         size += len(text)
         low_key = key.lower()
         if _URL.match(text):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpwall.security._classify import CallFacts, classify
-from mcpwall.security._json import strings
+from mcpwall.security._json import Flat, strings
 from mcpwall.security._prefilter import Prefilter
 from mcpwall.security.schema import path_violations
 
@@ -126,10 +126,11 @@ def _searcher(text: str, may: frozenset[re.Pattern[str]] | None) -> Callable[[re
     return lambda rx: rx.search(text) if rx in may else None
 
 
-def evaluate(tool: str, arguments: Mapping[str, Any], description: str = "", facts: CallFacts | None = None
-             ) -> list[Factor]:
-    """Every risk factor in one call (each kind counted once); `facts`: classify's, when known."""
-    facts = facts or classify(tool, arguments, description)
+def evaluate(tool: str, arguments: Mapping[str, Any], description: str = "", facts: CallFacts | None = None,
+             flat: Flat | None = None) -> list[Factor]:
+    """Every risk factor in one call (each kind counted once); `facts`: classify's, when known; `flat`: the
+    arguments' strings, when the caller has them (`_json.flatten`)."""
+    facts = facts or classify(tool, arguments, description, flat=flat)
     found: dict[str, Factor] = {}
 
     def add(name: str, weight: int, evidence: str) -> None:
@@ -137,7 +138,7 @@ def evaluate(tool: str, arguments: Mapping[str, Any], description: str = "", fac
             found[name] = Factor(name, weight, evidence[:120])
 
     command_keys = {"command", "cmd", "script", "shell", "code", "commandline", "command_line", "program"}
-    for path, key, text in strings(arguments):
+    for path, key, text in strings(arguments) if flat is None else flat:
         if len(text) < 2:
             continue
         text = text[:20_000]
@@ -178,7 +179,7 @@ def evaluate(tool: str, arguments: Mapping[str, Any], description: str = "", fac
         if encoded is not None:
             add("encoded-payload" if encoded[0] else "base64-blob", HIGH if encoded[0] else LOW,
                 f"{path}: {encoded[1]}")
-    for v in path_violations(arguments):
+    for v in path_violations(arguments, flat=flat):
         add({"nul-byte": "nul-byte", "traversal": "path-traversal", "encoded-traversal": "path-traversal",
              "sensitive-path": "sensitive-path"}[v.kind], HIGH, f"{v.path}: {v.detail}")
     for label, path in facts.sensitive:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwall.errors import InternalError
 from mcpwall.security._classify import CallFacts
 from mcpwall.security._heuristics import Factor, evaluate, score
+from mcpwall.security._json import Flat
 from mcpwall.security.dlp import Scanner
 
 if TYPE_CHECKING:
@@ -71,8 +72,8 @@ def escalate(current: str, opinion: Opinion) -> str:
 
 
 def heuristic(tool: str, arguments: Mapping[str, Any], description: str = "", *, deny_score: int = 3,
-              warn_score: int = 1, facts: CallFacts | None = None) -> Opinion:
-    factors: list[Factor] = evaluate(tool, arguments, description, facts)
+              warn_score: int = 1, facts: CallFacts | None = None, flat: Flat | None = None) -> Opinion:
+    factors: list[Factor] = evaluate(tool, arguments, description, facts, flat)
     total = score(factors)
     action = "deny" if total >= deny_score else "warn" if total >= warn_score else "allow"
     return Opinion(action, "heuristic", tuple(f.describe() for f in factors),

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpwall.policy import forms
 from mcpwall.protocol import json_text
-from mcpwall.security._json import strings
+from mcpwall.security._json import Flat, strings
 from mcpwall.security._paths import SECRET_FILES, looks_like_path, sensitive, system_path
 
 if TYPE_CHECKING:
@@ -201,10 +201,11 @@ def _under(canonical: str, prefixes: Sequence[str]) -> bool:
 
 
 def path_violations(arguments: Any, *, home: str | None = None, allow: Sequence[str] = (),
-                    extra: Sequence[tuple[str, re.Pattern[str]]] = ()) -> list[Violation]:
-    """Every unsafe value in `arguments`; `allow` exempts paths under these roots from the location checks."""
+                    extra: Sequence[tuple[str, re.Pattern[str]]] = (), flat: Flat | None = None) -> list[Violation]:
+    """Every unsafe value in `arguments`; `allow` exempts paths under these roots from the location checks;
+    `flat`: the arguments' strings when the caller has them (`_json.flatten`)."""
     out: list[Violation] = []
-    for path, key, value in strings(arguments):
+    for path, key, value in strings(arguments) if flat is None else flat:
         if "\x00" in value or "%00" in value:
             out.append(Violation("nul-byte", path, "NUL byte in an argument (truncates the path in C APIs)"))
             continue

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.policy import canonical_host
-from mcpwall.security._json import strings
+from mcpwall.security._json import Flat, strings
 
 if TYPE_CHECKING:
     import httpx
@@ -74,15 +74,16 @@ def normalize_url(url: str) -> str:
     return f"{scheme.lower()}://{host.lower()}{slash}{path}".rstrip("/")
 
 
-def extract(arguments: Any) -> list[Indicator]:
-    """Indicators in every string argument: URLs (and their hosts), public IPs, domains."""
+def extract(arguments: Any, flat: Flat | None = None) -> list[Indicator]:
+    """Indicators in every string argument: URLs (and their hosts), public IPs, domains; `flat`: the
+    arguments' strings when the caller has them (`_json.flatten`)."""
     out: dict[tuple[str, str], Indicator] = {}
 
     def add(ind: Indicator) -> None:
         if len(out) < MAX_INDICATORS and (ind.kind, ind.value) not in out:
             out[(ind.kind, ind.value)] = ind
 
-    for path, _, text in strings(arguments):
+    for path, _, text in strings(arguments) if flat is None else flat:
         if len(text) > 100_000:
             text = text[:100_000]
         for m in _URL.finditer(text):

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from mcpwall.errors import ConfigError
 from mcpwall.pipeline import Reject, RequestContext
 from mcpwall.security._classify import CallFacts, classify
+from mcpwall.security._json import Flat, flatten
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -80,12 +81,31 @@ def arguments(ctx: RequestContext) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
+def flat(ctx: RequestContext, value: Any) -> Flat:
+    """Every string of one of the message's values (its arguments, its result) with its path, flattened
+    once per message for the stages that read them (classify, the schema's path checks, threat intel,
+    the judge, the chain stage). Keyed by the object itself, which the memo holds: a stage that replaces
+    the value (the policy's or DLP's masking builds new objects, the poisoning scan a cleaned result)
+    makes the next reader flatten what it now sees, as it did when each stage walked the value."""
+    memo = ctx.shared.get("flat")
+    if memo is None:
+        memo = ctx.shared["flat"] = {}
+    hit = memo.get(id(value))
+    if hit is not None and hit[0] is value:
+        found: Flat = hit[1]
+        return found
+    out = flatten(value)
+    memo[id(value)] = (value, out)
+    return out
+
+
 def call_facts(ctx: RequestContext) -> CallFacts:
     """What the call's tool name and arguments say it does, derived once per message (the chain
     stage and the judge both need them)."""
     facts = ctx.shared.get("call_facts")
     if not isinstance(facts, CallFacts):
-        facts = ctx.shared["call_facts"] = classify(ctx.target, arguments(ctx))
+        args = arguments(ctx)
+        facts = ctx.shared["call_facts"] = classify(ctx.target, args, flat=flat(ctx, args))
     return facts
 
 
@@ -98,5 +118,5 @@ def tool_description(ctx: RequestContext) -> str:
     return desc if isinstance(desc, str) else ""
 
 
-__all__ = ["StageConfig", "arguments", "audit_mode", "call_facts", "enforce", "matches", "parse", "stage_block",
-           "tool_description"]
+__all__ = ["StageConfig", "arguments", "audit_mode", "call_facts", "enforce", "flat", "matches", "parse",
+           "stage_block", "tool_description"]

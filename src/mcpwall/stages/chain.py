@@ -52,7 +52,7 @@ from mcpwall.protocol import ErrorCode, Message
 from mcpwall.protocol.modern import MODERN_VERSIONS
 from mcpwall.security._chain_store import SharedChains
 from mcpwall.security._classify import CallFacts
-from mcpwall.security._json import strings
+from mcpwall.security._json import Flat, strings
 from mcpwall.security.chains import (
     FINAL,
     INJECTION,
@@ -69,6 +69,7 @@ from mcpwall.stages._kit import (
     audit_mode,
     call_facts,
     enforce,
+    flat,
     matches,
     parse,
     stage_block,
@@ -108,10 +109,11 @@ def _size_hint(args: Mapping[str, Any]) -> int:
     return best
 
 
-def injection_in(result: Any) -> str | None:
-    """Instructions aimed at the agent in a tool result (first match), or None."""
+def injection_in(result: Any, flat: Flat | None = None) -> str | None:
+    """Instructions aimed at the agent in a tool result (first match), or None; `flat`: the result's
+    strings, when the caller has them (`_json.flatten`)."""
     scanned = 0
-    for _, key, text in strings(result):
+    for _, key, text in strings(result) if flat is None else flat:
         if key in ("type", "mimeType", "uri") or len(text) < 12:
             continue
         chunk = text[:_SCAN_LIMIT - scanned]
@@ -192,9 +194,9 @@ class ChainStage(Stage):
             log.warning("%s (session %s)", reason, sid[:8])
             return await self._act(ctx, reason)
         private = self.tracker.private_sources(sid) if self.config.privateToSink != "off" else ()
-        if not private or not _carries_data(facts, args):
+        if not private or not _carries_data(facts, flat(ctx, args)):
             return None
-        unnamed = self.tracker.unnamed(sid, _destinations(facts, args))
+        unnamed = self.tracker.unnamed(sid, _destinations(facts, flat(ctx, args)))
         if not unnamed:
             return None
         # A sink each call alone would pass: data sent, after a private read, to a destination no earlier call
@@ -229,8 +231,9 @@ class ChainStage(Stage):
     async def on_response(self, ctx: RequestContext, response: Message) -> Message:
         # Scan what the upstream sent before later stages (DLP, poisoning) rewrite it.
         facts = self._pending.get(id(ctx))
-        if facts is not None and isinstance(response.get("result"), dict):
-            self._evidence[id(ctx)] = injection_in(response["result"])
+        result = response.get("result")
+        if facts is not None and isinstance(result, dict):
+            self._evidence[id(ctx)] = injection_in(result, flat(ctx, result))
         return response
 
     def on_complete(self, ctx: RequestContext) -> None:
@@ -241,7 +244,7 @@ class ChainStage(Stage):
         sid, label = flow_key(ctx), f"{ctx.server}/{ctx.target}"
         if self.shared is not None:
             self.shared.load(sid)
-        self.tracker.name(sid, _destinations(facts, arguments(ctx)))
+        self.tracker.name(sid, _destinations(facts, flat(ctx, arguments(ctx))))
         server = ctx.server
         private = facts.private_source
         dlp = ctx.notes.get("dlp")
@@ -268,7 +271,7 @@ class ChainStage(Stage):
             self.tracker.observe(sid, "untrusted", label, untrusted)
             self.sources["untrusted"] += 1
         if facts.reads and isinstance(ctx.response, dict):
-            size = ctx.bytes_out or sum(len(t) for _, _, t in strings(ctx.response.get("result")))
+            size = ctx.bytes_out or sum(len(t) for _, _, t in flat(ctx, ctx.response.get("result")))
             if size > LARGE_READ_BYTES:
                 self.tracker.advance(sid, "LARGE_FILE_READ", label)
         if self.shared is not None:
@@ -308,21 +311,22 @@ def _traceparent(ctx: RequestContext) -> str | None:
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,63}")
 
 
-def _destinations(facts: CallFacts, args: Mapping[str, Any]) -> list[str]:
-    """The hosts and e-mail addresses a call names (its URLs' hosts, host arguments, addresses)."""
+def _destinations(facts: CallFacts, args: Flat) -> list[str]:
+    """The hosts and e-mail addresses a call names (its URLs' hosts, host arguments, addresses);
+    `args`: the arguments' strings."""
     out = [h for h in facts.hosts if h]
-    for _, _, text in strings(args):
+    for _, _, text in args:
         if "@" in text and len(text) <= 4096:
             out.extend(m.lower() for m in _EMAIL.findall(text))
     return list(dict.fromkeys(out))
 
 
-def _carries_data(facts: CallFacts, args: Mapping[str, Any]) -> bool:
-    """Whether an outbound call sends something beyond its destination: a message, a body, a query string."""
+def _carries_data(facts: CallFacts, args: Flat) -> bool:
+    """Whether an outbound call sends something beyond its destination: a message, a body, a query string
+    (`args`: the arguments' strings)."""
     if facts.sends:
         return True
-    texts = [t for _, _, t in strings(args)]
-    return any("?" in u and "=" in u.partition("?")[2] for u in facts.urls) or len(texts) > len(facts.urls) + 1
+    return any("?" in u and "=" in u.partition("?")[2] for u in facts.urls) or len(args) > len(facts.urls) + 1
 
 
 def build(config: Mapping[str, Any], settings: Any = None,

@@ -36,6 +36,7 @@ from mcpwall.stages._kit import (
     arguments,
     call_facts,
     enforce,
+    flat,
     parse,
     stage_block,
     tool_description,
@@ -87,11 +88,11 @@ class JudgeStage(Stage):
             key = (tool, description, json_text(args, sort_keys=True))
         except TypeError:
             return heuristic(tool, args, description, facts=call_facts(ctx), deny_score=self.config.denyScore,
-                             warn_score=self.config.warnScore)
+                             warn_score=self.config.warnScore, flat=flat(ctx, args))
         opinion = self._memo.get(key)
         if opinion is None:
             opinion = heuristic(tool, args, description, facts=call_facts(ctx), deny_score=self.config.denyScore,
-                                warn_score=self.config.warnScore)
+                                warn_score=self.config.warnScore, flat=flat(ctx, args))
             if len(self._memo) >= 4096:
                 self._memo.clear()
             self._memo[key] = opinion

@@ -31,7 +31,7 @@ from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
 from mcpwall.security.schema import SchemaCache, path_violations
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, arguments, enforce, parse, stage_block
+from mcpwall.stages._kit import StageConfig, arguments, enforce, flat, parse, stage_block
 
 log = logging.getLogger("mcpwall.schema")
 _HOME = os.path.expanduser("~")
@@ -88,7 +88,8 @@ class SchemaStage(Stage):
         if not self.config.pathSafety:
             return None
         allow = [*self.config.allowPaths, *ctx.gateway.policy.current.allow_paths]
-        violations = path_violations(arguments(ctx), home=_HOME, allow=allow, extra=self.extra)
+        args = arguments(ctx)
+        violations = path_violations(args, home=_HOME, allow=allow, extra=self.extra, flat=flat(ctx, args))
         if not violations:
             return None
         self.unsafe_paths += 1

@@ -40,7 +40,7 @@ from mcpwall.security.threatintel import (
     extract,
 )
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, enforce, parse, stage_block
+from mcpwall.stages._kit import StageConfig, enforce, flat, parse, stage_block
 
 log = logging.getLogger("mcpwall.threatintel")
 
@@ -91,7 +91,8 @@ class ThreatIntelStage(Stage):
     async def on_request(self, ctx: RequestContext) -> Reject | None:
         if ctx.method not in CHECKED:
             return None
-        indicators = extract(ctx.params.get("arguments") if ctx.method != "resources/read" else ctx.params)
+        value = ctx.params.get("arguments") if ctx.method != "resources/read" else ctx.params
+        indicators = extract(value, flat(ctx, value))
         if not indicators:
             return None
         self.checked += 1
