@@ -304,15 +304,14 @@ def finish(method: str, response: Message) -> Message:
     """
     body: Any = response.get("result")
     if body.__class__ is dict:
-        # one build (every modern result passes): a server's own resultType, even null, stands
-        meta = body.get("_meta")
-        out = {
-            "resultType": "complete",
-            **body,
-            "_meta": {**meta, SERVER_INFO_META_KEY: SERVER_INFO}
+        out = dict(body)
+        out.setdefault("resultType", "complete")
+        meta = out.get("_meta")
+        out["_meta"] = (
+            {**meta, SERVER_INFO_META_KEY: SERVER_INFO}
             if meta.__class__ is dict
-            else {SERVER_INFO_META_KEY: SERVER_INFO},
-        }
+            else {SERVER_INFO_META_KEY: SERVER_INFO}
+        )
         if method in CACHEABLE_METHODS:
             ttl = out.get("ttlMs")
             out["ttlMs"] = ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0 else 0

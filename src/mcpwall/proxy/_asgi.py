@@ -8,7 +8,6 @@ are the few pieces a framework would otherwise give it, kept as plain functions.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -24,22 +23,6 @@ Headers = list[tuple[bytes, bytes]]
 JSON: Headers = [(b"content-type", b"application/json")]
 #: sent with a refusal at the door: a refused client gets no connection to hold open (see `_conn`)
 CLOSE: Headers = [(b"connection", b"close")]
-
-
-_NAMES, _VALUES = itemgetter(0), itemgetter(1)
-
-
-def folded(raw: Headers) -> dict[str, str]:
-    """A request's header lines as one mapping, names lower-cased (a name sent twice keeps its last
-    value; `_modern.mismatch` reads `raw` for those). Every request is read so: the names and the
-    values are each joined, decoded and split in one pass of C instead of two decodes and a lower()
-    per line; a line whose name or value holds the separator (no HTTP parser passes one) takes the
-    line-by-line reading, which is the reference."""
-    names = b"\n".join(map(_NAMES, raw)).decode("latin-1").lower().split("\n")
-    values = b"\n".join(map(_VALUES, raw)).decode("latin-1").split("\n")
-    if len(names) == len(raw) == len(values):
-        return dict(zip(names, values, strict=True))
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
 
 
 async def reply(send: Send, status: int, body: bytes = b"", headers: Headers | None = None) -> None:
@@ -113,5 +96,5 @@ def peer(scope: Scope) -> str:
     return f"{client[0]}" if client else ""
 
 
-__all__ = ["CLOSE", "JSON", "App", "BodyTooLarge", "Headers", "Receive", "Scope", "Send", "answer", "folded",
-           "peer", "read_body", "reply", "reply_json", "status_for", "wait_disconnect"]
+__all__ = ["CLOSE", "JSON", "App", "BodyTooLarge", "Headers", "Receive", "Scope", "Send", "answer", "peer",
+           "read_body", "reply", "reply_json", "status_for", "wait_disconnect"]

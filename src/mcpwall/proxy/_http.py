@@ -44,7 +44,6 @@ from mcpwall.proxy._asgi import (
     Scope,
     Send,
     answer,
-    folded,
     peer,
     read_body,
     reply,
@@ -119,12 +118,13 @@ class HttpFrontend:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            return await self._lifespan(receive, send)
+            await self._lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         path: str = scope["path"]
         method: str = scope["method"]
-        headers = folded(scope["headers"])
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         reject = self.door.refusal(scope, headers)  # Host, Origin, target: before any route
         if reject is not None:
             await self._turn_away(scope, receive, send, reject)

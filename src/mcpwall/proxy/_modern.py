@@ -47,7 +47,7 @@ from mcpwall.protocol.mrtr import INPUT_REQUIRED_METHODS
 from mcpwall.protocol.naming import split
 from mcpwall.proxy._asgi import Receive, Scope, Send, peer, reply, reply_json
 from mcpwall.proxy._listen import serve_stream
-from mcpwall.proxy._passed import Key, Passed
+from mcpwall.proxy._passed import Key, Passed, Signature
 from mcpwall.proxy._sse import Call, answer_request
 
 if TYPE_CHECKING:
@@ -59,8 +59,6 @@ NAME_HEADER = "mcp-name"
 PARAM_PREFIX = "mcp-param-"
 _STANDARD = (VERSION_HEADER.encode(), METHOD_HEADER.encode(), NAME_HEADER.encode())
 _PARAM_PREFIX = PARAM_PREFIX.encode()
-#: the headers a remembered call's key holds (`_passed.Key`), in its order
-_KEYED = ("x-agent-id", VERSION_HEADER, METHOD_HEADER, NAME_HEADER)
 #: Past this many sessions remembered, the closed ones are forgotten (the live ones are capped
 #: per principal by the frontend).
 _PRUNE_AT = 1024
@@ -269,8 +267,9 @@ class ModernSessions:
         # A tools/call like the client's last one that passed is answered as that one was (_passed.py).
         name = params.get("name")
         if msg["method"] == "tools/call" and name.__class__ is str and len(scope["headers"]) == len(headers):
-            client: Key = (server, identity or "", *map(headers.get, _KEYED), name)  # type: ignore[assignment]
-            shape = self._passed.same(client, meta)
+            client: Key = (server, identity or "", headers.get("x-agent-id"))
+            sig: Signature = (headers.get(VERSION_HEADER), headers.get(METHOD_HEADER), headers.get(NAME_HEADER), name)
+            shape = self._passed.same(client, sig, meta)
             if shape is not None:
                 remember_envelope(meta, shape.env)  # routing reads it again (`envelope_of`)
                 session = shape.session
@@ -295,7 +294,7 @@ class ModernSessions:
             return self._refuse(scope, send, msg, server or server_of(msg), exc)
         session = self.session(server, identity or "", headers, scope)
         if key is not None:
-            self._passed.remember(key, meta, env, session, self._designated_by.get((server, name)))
+            self._passed.remember(key, sig, meta, env, session, self._designated_by.get((server, name)))
         return self._answer(receive, send, msg, size, session)
 
     async def _refuse(self, scope: Scope, send: Send, msg: Message, server: str | None, exc: ProtocolError) -> None:

@@ -11,8 +11,7 @@ sent twice; the same `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` values 
 name in the body; a `_meta` equal to a copy of the one that passed; the tool's catalog entry still
 the very one it was, so that it still designates no `x-mcp-header` (a call of a tool that designates
 one is never remembered: its `Mcp-Param-*` headers are checked every time); and the session still
-open. Anything else takes the full checks. One entry per client and signature (the headers and tool
-name: one dictionary lookup finds it, with no second comparison), at most `_KEEP` of them.
+open. Anything else takes the full checks. One entry per client, at most `_KEEP` clients.
 """
 
 from __future__ import annotations
@@ -25,15 +24,17 @@ from mcpwall.protocol.modern import Envelope
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
 
-#: calls remembered at once (then forgotten all together: each costs its next call the full checks)
+#: clients remembered at once (then forgotten all together: each costs its next call the full checks)
 _KEEP = 1024
 
-#: the endpoint, the principal, and the X-Agent-Id, MCP-Protocol-Version, Mcp-Method and Mcp-Name
-#: headers as sent (None when not), and the body's tool name
-Key = tuple[str | None, str, str | None, str | None, str | None, str | None, str]
+#: (endpoint, principal, X-Agent-Id header)
+Key = tuple[str | None, str, str | None]
+#: MCP-Protocol-Version, Mcp-Method and Mcp-Name as sent, and the body's tool name
+Signature = tuple[str | None, str | None, str | None, str]
 
 
 class _Shape(NamedTuple):
+    sig: Signature
     meta: dict[str, Any]
     env: Envelope
     session: Session
@@ -51,17 +52,17 @@ class Passed:
         self.gw = gateway
         self._by: dict[Key, _Shape] = {}
 
-    def same(self, key: Key, meta: dict[str, Any]) -> _Shape | None:
-        """The last call of this client and signature that passed, when this one shows the same (see
-        the module docstring; the caller has seen that no header name came twice), else None."""
+    def same(self, key: Key, sig: Signature, meta: dict[str, Any]) -> _Shape | None:
+        """The last call of client `key` that passed, when this one shows the same (see the module
+        docstring; the caller has seen that no header name came twice), else None."""
         shape = self._by.get(key)
-        if (shape is None or shape.meta != meta or shape.session.closed
+        if (shape is None or shape.sig != sig or shape.meta != meta or shape.session.closed
                 or shape.upstream.catalog.tools.get(shape.tool) is not shape.entry
                 or self.gw.servers.get(shape.owner) is not shape.upstream):
             return None
         return shape
 
-    def remember(self, key: Key, meta: dict[str, Any],
+    def remember(self, key: Key, sig: Signature, meta: dict[str, Any],
                  env: Envelope, session: Session, found: tuple[str, str, Any, Any, Any] | None) -> None:
         """Keep a call that passed every check; `found` is what `ModernSessions._designated` found for
         its tool: (server, tool, the server, its entry, the schema when it designates a header)."""
@@ -74,7 +75,7 @@ class Passed:
         # a copy (two levels: the capabilities and clientInfo objects too), so that what is compared next
         # time is what was checked, whatever later holds the request's own
         kept = {k: dict(v) if v.__class__ is dict else v for k, v in meta.items()}
-        self._by[key] = _Shape(kept, env, session, owner, upstream, tool, entry)
+        self._by[key] = _Shape(sig, kept, env, session, owner, upstream, tool, entry)
 
 
-__all__ = ["Key", "Passed"]
+__all__ = ["Key", "Passed", "Signature"]
