@@ -131,6 +131,55 @@ _RUN_PLACES: Final = re.compile(
 )
 
 
+#: Files that are programs: scripts and sources by their extension, the build and task files a tool runs by
+#: name, and any file whose content starts with `#!` (`staged_code`). Written by a file tool, their content
+#: is data until something runs it; but that later call (`bash build.sh`, `make`, `npm test`) does not show
+#: it, so what a program would do that no developer's code does (`_STAGED_HARM`) is judged when it is written.
+_CODE_FILE: Final = re.compile(
+    r"(?i)\.(?:sh|bash|zsh|ksh|fish|command|py|pyw|js|mjs|cjs|ts|mts|cts|jsx|tsx|rb|pl|pm|php|ps1|psm1|bat|cmd|"
+    r"vbs|lua|tcl|go|rs|r|jl|groovy|gradle|kts|mk)$"
+    r"|(?:^|[/\\])(?:Makefile|GNUmakefile|makefile|Dockerfile|Containerfile|Justfile|justfile|Rakefile|Vagrantfile|"
+    r"Jenkinsfile|Procfile|Taskfile\.ya?ml|package\.json|setup\.py|conftest\.py|noxfile\.py|tox\.ini)$"
+)
+#: What a written program's content may not do, read as commands (`_facts._staged_harm`): send out data it
+#: computes, a file or the environment (`post+file`, `+exec`...), open a socket, a listener or DNS-shaped names,
+#: or read a credential store (SSH and cloud keys, keyrings, token files, the shadow file, a process's
+#: environment) and reach the network. A project's own `.env` or certificate is not one here: scripts load and deploy those.
+#: (a socket to a host and port: `nc -e /bin/sh` quoted in a list of patterns names none)
+_STAGED_SINK: Final = re.compile(r"^[a-z]+\+(?:exec|file|pii|encoded|env) |^(?:dns|listen)(?:\+[a-z]+)? "
+                                 r"|^socket(?:\+[a-z]+)? [^/\s]\S*:\d+$")
+_STAGED_FILE: Final = re.compile(
+    r"(?i)(?:^|[/\\~])\.(?:ssh|aws|azure|gnupg|kube|docker|password-store)(?:[/\\]|$)|(?:^|[/\\])\.config[/\\]gcloud"
+    r"|(?:^|[/\\])id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?$|(?:^|[/\\])[._](?:netrc|git-credentials|npmrc|pypirc|pgpass|"
+    r"vault-token)$|^/etc/(?:shadow|gshadow|sudoers)|/proc/(?:self|\d+)/environ|Library/Keychains|wallet\.dat$"
+)
+
+#: Programs that reach another machine (the first word of a command: `dig $x.example`, `nc host 80`).
+_NET_PROGRAMS: Final = frozenset({
+    "curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "rsync", "ftp", "tftp", "dig",
+    "nslookup", "host", "drill", "ping", "openssl", "http", "https", "xh", "aria2c", "lftp", "smbclient",
+    "Invoke-WebRequest", "Invoke-RestMethod", "iwr", "irm"})
+
+
+def network_program(command: str) -> bool:
+    """Whether a command's program (its first word, by its base name) reaches another machine (`_NET_PROGRAMS`)."""
+    first = command.split(None, 1)[0] if command.strip() else ""
+    return first.rpartition("/")[2] in _NET_PROGRAMS
+
+
+def code_file(path: str) -> bool:
+    """Whether a file written at `path` is a program (`_CODE_FILE`)."""
+    return _CODE_FILE.search(path) is not None
+
+
+def staged_harm(sinks: list[str], files: list[str], net: bool) -> bool:
+    """Whether a program's content, read as commands, sends out what it may not (`_STAGED_SINK`), or reads a
+    credential store (`_STAGED_FILE`) and reaches the network too (`net`: a host or a URL; or a sink): a deploy script that loads
+    `~/.ssh/id_rsa` for paramiko reaches no URL."""
+    return any(_STAGED_SINK.search(s) for s in sinks) or (
+        (net or bool(sinks)) and any(_STAGED_FILE.search(f) for f in files))
+
+
 def runs_place(path: str) -> bool:
     """Whether a file written at `path` (`~` for the home) is one something runs (`_RUN_PLACES`)."""
     return _RUN_PLACES.search(home(path)) is not None
@@ -201,4 +250,5 @@ def climbed(path: str) -> str:
     return "/" + _LEADING_DOTS.sub("", norm + ("/" if path.endswith("/") else ""))
 
 
-__all__ = ["basename", "climbed", "file_operands", "home", "redirections", "runs_place", "single_path", "spelled_paths"]
+__all__ = ["basename", "climbed", "code_file", "file_operands", "home", "network_program", "redirections", "runs_place", "single_path",
+           "spelled_paths", "staged_harm"]

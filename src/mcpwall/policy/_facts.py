@@ -37,6 +37,8 @@ from mcpwall.policy._calls import (
     stored_key,
     tool_flags,
 )
+from mcpwall.policy._calls_args import FILES, PROGRAMS, SINKS
+from mcpwall.policy._calls_files import code_file, network_program, single_path, staged_harm
 from mcpwall.policy._host import is_host_key
 from mcpwall.policy._realpath import CachedRealpath
 from mcpwall.policy._resolve import HostResolver
@@ -397,6 +399,37 @@ def _runs_spelled(walker: _Walker) -> bool:
     return False
 
 
+
+#: A string literal of a program's source: quoted by ', " or ` on one line (escapes kept as written).
+_LITERAL: Final = re.compile(r"""(['"`])((?:\\.|(?!\1)[^\\\n])*)\1""")
+
+def _writes_code(walker: _Walker) -> bool:
+    """Whether a storing call writes a program (`_calls_files.code_file`): a value that is not data is one path
+    to such a file, or a text it writes starts with `#!`."""
+    inert = walker.inert
+    for v in walker.values:
+        if v.path in inert:
+            if v.raw[:2] == "#!" or v.raw.lstrip()[:2] == "#!":
+                return True
+        elif single_path(v.raw.strip()) or "/" in v.raw or "." in v.raw:
+            text = v.raw.strip()
+            if len(text) <= 4096 and code_file(text[7:] if text.startswith("file://") else text):
+                return True
+    return False
+
+
+def _staged_harm(walker: _Walker) -> bool:
+    """Whether a program's content, read as commands (`walker` walked it so), sends data out, opens a socket,
+    or reads a credential store and reaches the network (`_calls_files.staged_harm`)."""
+    sinks = [text for index, text, _path in walker.derived if index == SINKS]
+    files = [text for index, text, _path in walker.derived if index == FILES]
+    # the network reached: a URL anywhere in the program (`requests.post(URL, ...)`), or a command of a network
+    # program (`dig $line.x.example`, `nc host 80`, `scp`)
+    net = any("://" in v.raw for v in walker.values) or any(
+        index == PROGRAMS and network_program(text) for index, text, _path in walker.derived)
+    return bool(sinks or files) and staged_harm(sinks, files, net)
+
+
 _default_realpath: Final = CachedRealpath()
 _default_resolver: Final = HostResolver()
 _HOME: Final = os.path.expanduser("~")
@@ -424,6 +457,17 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
         # nothing the call writes is data after all.
         walker = _Walker(home, realpath, resolver, shell=bool(flags & SHELL_TOOL))
         walker.walk(call.arguments, "", "", 0)
+    elif walker.inert and _writes_code(walker):
+        # A program written where nothing runs it yet (`/workspace/build.sh`, a Makefile): read as commands, and
+        # judged so when what it would do is no developer's (`_calls_files.staged_harm`).
+        # A shell's program is its text; another language's commands, URLs and paths are its string literals.
+        arguments = call.arguments
+        literals = [{"command": m.group(2)} for v in walker.values if v.path in walker.inert
+                    for m in _LITERAL.finditer(v.raw[:65536]) if len(m.group(2)) > 3]
+        probe = _Walker(home, realpath, resolver, shell=True)
+        probe.walk({**arguments, "#literals": literals[:256]} if literals else arguments, "", "", 0)
+        if _staged_harm(probe):
+            walker = probe
     derived = walker.derived
     if flags or (len(derived) > 1 and may_add_facts(flags, derived)):  # a secret and a sink take two facts
         derived += call_facts(call.name, derived, walker.values)
