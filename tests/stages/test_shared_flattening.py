@@ -9,6 +9,8 @@ or a later stage would judge what the client sent before it was rewritten.
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,12 @@ import pytest
 
 from mcpwall.protocol import ErrorCode
 from mcpwall.security import _json
+from mcpwall.security.dlp import Scanner
 from mcpwall.stages import _kit
 from mcpwall.stages.chain import build as build_chain
+from mcpwall.stages.dlp import build as build_dlp
 from mcpwall.stages.judge import build as build_judge
+from mcpwall.stages.poisoning import build as build_poisoning
 from mcpwall.stages.schema import build as build_schema
 from tests.harness import context, stage_view
 
@@ -99,3 +104,76 @@ async def test_an_equal_but_new_value_is_flattened_for_itself(tmp_path: Path) ->
     second["text"] = "two"
     assert _kit.flat(ctx, second) == [("text", "text", "two")]
     assert _kit.flat(ctx, first) == [("text", "text", "one")]
+
+
+_KEY = "AKIAQX4PZ7T2LMNB3KQR"
+_B64_KEY = base64.b64encode(f"aws_access_key_id = {_KEY}\n".encode()).decode()
+
+
+def _at_depth(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("value", [
+    {"content": [{"type": "text", "text": "Echo: hello world"}]},
+    {"content": [{"type": "text", "text": f"key {_KEY}"}]},
+    {"content": [{"type": "text", "text": json.dumps({"k": _KEY}).replace("AKIA", "\\u0041KIA")}]},  # escaped in JSON
+    {"content": [{"type": "text", "text": "[1, 2, 3]"}]},
+    {"contents": [{"uri": "file:///a", "blob": _B64_KEY}]},
+    {"content": [{"type": "text", "text": f"encoded {_B64_KEY} here"}]},
+    _at_depth(32, _KEY), _at_depth(33, _KEY), _at_depth(34, _KEY),  # redact reads a string one level past strings
+    {"t": ("a tuple", _KEY)},  # redact does not enter tuples; a JSON document has none
+    [f"postgres://app:{'s3cr3tPassw0rd'}@db.internal:5432/app", "plain"],
+], ids=lambda v: repr(v)[:60])
+def test_dlp_skips_its_walk_only_where_it_would_have_found_nothing(value: Any) -> None:
+    scanner = Scanner()
+    masked, findings = scanner.redact(value)
+    if scanner.finds_nothing(_json.flatten(value)):
+        assert findings == []
+        assert masked is value
+    else:
+        assert findings or not _json.flatten(value).plain or "[1, 2, 3]" in json.dumps(value)
+
+
+def test_dlp_skips_its_walk_of_an_ordinary_result() -> None:
+    assert Scanner().finds_nothing(_json.flatten({"content": [{"type": "text", "text": "Echo: hello world"}]}))
+
+
+async def test_a_secret_past_the_flattened_depth_is_still_masked(tmp_path: Path) -> None:
+    dlp = build_dlp({})
+    assert dlp is not None
+    ctx = context(stage_view(tmp_path))
+    answer = await dlp.on_response(ctx, {"jsonrpc": "2.0", "id": 1, "result": _at_depth(33, f"key {_KEY}")})
+    assert _KEY not in json.dumps(answer)
+    assert "[REDACTED-aws-access-key]" in json.dumps(answer)
+
+
+async def test_the_response_stages_read_an_untouched_result_once_and_a_cleaned_one_anew(
+        tmp_path: Path, counted: list[Any]) -> None:
+    view = stage_view(tmp_path)
+    chain, poisoning, dlp = build_chain({}), build_poisoning({}), build_dlp({})
+    assert chain is not None
+    assert poisoning is not None
+    assert dlp is not None
+    ctx = context(view, target="read_file", arguments={"path": "/workspace/a.txt"})
+    assert await chain.on_request(ctx) is None
+    counted.clear()
+    result = {"content": [{"type": "text", "text": "the notes of the day, nothing more"}]}
+    response: Any = {"jsonrpc": "2.0", "id": 1, "result": result}
+    for stage in (chain, poisoning, dlp):
+        response = await stage.on_response(ctx, response)
+    assert response["result"] == result
+    assert [v is result for v in counted] == [True]
+    # An invisible character: the poisoning scan hands on a cleaned copy, which DLP reads for itself and masks.
+    counted.clear()
+    result = {"content": [{"type": "text", "text": f"the key\u200b is {_KEY}"}]}
+    response = {"jsonrpc": "2.0", "id": 1, "result": result}
+    for stage in (chain, poisoning, dlp):
+        response = await stage.on_response(ctx, response)
+    assert response["result"]["content"][0]["text"] == "the key is [REDACTED-aws-access-key]"
+    assert len(counted) == 2
+    assert counted[0] is result
+    assert counted[1] is not result

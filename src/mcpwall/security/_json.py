@@ -37,14 +37,22 @@ def strings(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, s
             yield from strings(v, join(path, i), depth + 1)
 
 
-#: (path, key, text) of every string of one value, in `strings`' order
-Flat = list[tuple[str, str, str]]
+class Flat(list[tuple[str, str, str]]):
+    """(path, key, text) of every string of one value, in `strings`' order. `plain`: the value held
+    only dicts and lists down to `MAX_DEPTH` (a JSON document's shape), so a walk of it meets no string
+    this list leaves out."""
+
+    __slots__ = ("plain",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plain = True
 
 
 def flatten(value: Any) -> Flat:
     """`list(strings(value))`, built by one recursion that appends instead of a generator per level:
     what a message's stages share (`stages._kit.flat`) instead of each walking the value again."""
-    out: Flat = []
+    out = Flat()
     _flatten(value, "", "", 0, out)
     return out
 
@@ -53,6 +61,7 @@ def _flatten(value: Any, path: str, key: str, depth: int, out: Flat) -> None:
     # `key` is what `strings` derives from the path (its last name, a list's items share their
     # list's), passed down instead of split out of every path.
     if depth > MAX_DEPTH:
+        out.plain = False
         return
     if isinstance(value, str):
         out.append((path, key, value))
@@ -64,7 +73,11 @@ def _flatten(value: Any, path: str, key: str, depth: int, out: Flat) -> None:
                 _flatten(v, sub, sub.rsplit(".", 1)[-1].split("[", 1)[0], depth + 1, out)
             else:
                 _flatten(v, sub, name, depth + 1, out)
-    elif isinstance(value, list | tuple):
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _flatten(v, f"{path}[{i}]", key, depth + 1, out)
+    elif isinstance(value, tuple):
+        out.plain = False
         for i, v in enumerate(value):
             _flatten(v, f"{path}[{i}]", key, depth + 1, out)
 

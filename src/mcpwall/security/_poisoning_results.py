@@ -21,6 +21,8 @@ from mcpwall.security._poisoning_chars import clean, find_hidden, visible_text
 from mcpwall.security._poisoning_finding import Finding
 
 REDACTED = "[mcpwall: removed text aimed at the agent]"
+#: keys whose values are not read as text (kinds, addresses, payloads, metadata)
+_SKIPPED = frozenset({"type", "mimeType", "uri", "blob", "data", "_meta"})
 
 
 @dataclass
@@ -99,12 +101,21 @@ def scan_result(result: Any, *, tool: str = "", server: str = "", redact: bool =
                 scan.stripped += 1
             scan.redacted += redacted
             return cleaned
-        if isinstance(value, dict):
-            return {k: (v if k in ("type", "mimeType", "uri", "blob", "data", "_meta") else walk(v, f"{where}.{k}"))
-                    for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return value
+        # A container is copied only when a string in it changed: an untouched result stays the object the
+        # stages before read (stages._kit.flat), so the stages after do not flatten it again.
+        keyed = isinstance(value, dict)
+        if not keyed and not isinstance(value, list):
+            return value
+        out: Any = None
+        for k, v in value.items() if keyed else enumerate(value):
+            if keyed and k in _SKIPPED:
+                continue
+            new = walk(v, f"{where}.{k}" if keyed else f"{where}[{k}]")
+            if new is not v:
+                if out is None:
+                    out = dict(value) if keyed else list(value)
+                out[k] = new
+        return value if out is None else out
 
     scan.result = walk(result, "result")
     return scan

@@ -37,7 +37,7 @@ from mcpwall._re2 import search_set
 from mcpwall.security import _blocks, _decode
 from mcpwall.security._decode import MAX_DECODED, Budget
 from mcpwall.security._encoded import KNOWN, EncodedScan
-from mcpwall.security._json import MAX_DEPTH, decodings, join, strings
+from mcpwall.security._json import MAX_DEPTH, Flat, decodings, join, strings
 from mcpwall.security._secrets import PATTERNS, SecretPattern
 
 #: Strings longer than this are not parsed as JSON (they are still scanned as text).
@@ -276,6 +276,16 @@ class Scanner(EncodedScan):
                     items[i] = new
             return (value if items is None else items), findings
         return value, []
+
+    def finds_nothing(self, flat: Flat) -> bool:
+        """Whether `redact` of the value whose strings `flat` lists would find no secret (and return it
+        as it is), told from those strings alone, scanned in `redact`'s order with one budget as it
+        does: False, for `redact` to walk the value, when a string may hold JSON (read as a document
+        of its own), when one holds a secret, or when the value is not plain JSON."""
+        if not flat.plain:
+            return False
+        budget = Budget(self.max_decoded)
+        return not any(text.lstrip()[:1] in ("{", "[") or self.spans(text, budget) for _, _, text in flat)
 
     def _redact_string(self, text: str, path: str, depth: int, budget: Budget) -> tuple[str, list[Finding]]:
         new, findings = self.redact_text(text, path, budget)

@@ -48,7 +48,7 @@ from mcpwall.protocol import ErrorCode, Message, error
 from mcpwall.security._decode import MAX_DECODED
 from mcpwall.security.dlp import Finding, Fingerprints, Scanner
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, enforce, parse
+from mcpwall.stages._kit import StageConfig, enforce, flat, parse
 
 log = logging.getLogger("mcpwall.dlp")
 
@@ -161,7 +161,7 @@ class DLPStage(Stage):
 
     def _arguments(self, ctx: RequestContext) -> Reject | None:
         args = ctx.params.get("arguments")
-        if not isinstance(args, dict) or not args:
+        if not isinstance(args, dict) or not args or self.argument_scanner.finds_nothing(flat(ctx, args)):
             return None
         body, findings = self.argument_scanner.redact(args, "arguments")
         if not findings:
@@ -199,7 +199,10 @@ class DLPStage(Stage):
         if ctx.method not in SCANNED:
             return response
         if "result" in response:
-            body, findings = self.scanner.redact(response["result"], "result")
+            result = response["result"]
+            if self.scanner.finds_nothing(flat(ctx, result)):
+                return response  # the strings the chain stage and the poisoning scan read, or their cleaned copy
+            body, findings = self.scanner.redact(result, "result")
             if findings:
                 response = {**response, "result": body}
         elif isinstance(response.get("error"), dict):
