@@ -172,6 +172,20 @@ def code_file(path: str) -> bool:
     return _CODE_FILE.search(path) is not None
 
 
+#: Decoded text run by a shell (`echo ... | base64 -d | sh`, `eval "$(... | base64 -d)"`, `sh -c "$(xxd -r ...)"`): an
+#: installer pipes a download it can read into `bash`, no program hides what it runs this way.
+_STAGED_DECODED_RUN: Final = re.compile(
+    r"(?i)\b(?:base64|base32|xxd|openssl\s+(?:enc|base64))\b[^\n|]*\s(?:-d|-D|--decode|-r)\b[^\n]*\|\s*(?:sudo\s+)?"
+    r"(?:env\s+)?(?:/\S*/)?(?:ba|z|da|k|fi)?sh\b"
+    r"|\b(?:eval|(?:ba|z|da|k)?sh\s+-c|source|\.)\s+[\"']?\$+\([^)]*\b(?:base64|base32|xxd)\b[^)]*\s(?:-d|-D|--decode|-r)\b"
+)
+
+
+def decoded_run(text: str) -> bool:
+    """Whether a program's text runs decoded text through a shell (`_STAGED_DECODED_RUN`)."""
+    return _STAGED_DECODED_RUN.search(text) is not None
+
+
 def staged_harm(sinks: list[str], files: list[str], net: bool) -> bool:
     """Whether a program's content, read as commands, sends out what it may not (`_STAGED_SINK`), or reads a
     credential store (`_STAGED_FILE`) and reaches the network too (`net`: a host or a URL; or a sink): a deploy script that loads
@@ -250,5 +264,5 @@ def climbed(path: str) -> str:
     return "/" + _LEADING_DOTS.sub("", norm + ("/" if path.endswith("/") else ""))
 
 
-__all__ = ["basename", "climbed", "code_file", "file_operands", "home", "network_program", "redirections", "runs_place", "single_path",
+__all__ = ["basename", "climbed", "code_file", "decoded_run", "file_operands", "home", "network_program", "redirections", "runs_place", "single_path",
            "spelled_paths", "staged_harm"]

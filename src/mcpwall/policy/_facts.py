@@ -38,7 +38,7 @@ from mcpwall.policy._calls import (
     tool_flags,
 )
 from mcpwall.policy._calls_args import FILES, PROGRAMS, SINKS
-from mcpwall.policy._calls_files import code_file, network_program, single_path, staged_harm
+from mcpwall.policy._calls_files import code_file, decoded_run, network_program, single_path, staged_harm
 from mcpwall.policy._host import is_host_key
 from mcpwall.policy._realpath import CachedRealpath
 from mcpwall.policy._resolve import HostResolver
@@ -459,14 +459,15 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
         walker.walk(call.arguments, "", "", 0)
     elif walker.inert and _writes_code(walker):
         # A program written where nothing runs it yet (`/workspace/build.sh`, a Makefile): read as commands, and
-        # judged so when what it would do is no developer's (`_calls_files.staged_harm`).
+        # judged so when what it would do is no developer's (`_calls_files.staged_harm`), or when it runs decoded
+        # text through a shell (`_calls_files.decoded_run`).
         # A shell's program is its text; another language's commands, URLs and paths are its string literals.
         arguments = call.arguments
         literals = [{"command": m.group(2)} for v in walker.values if v.path in walker.inert
                     for m in _LITERAL.finditer(v.raw[:65536]) if len(m.group(2)) > 3]
         probe = _Walker(home, realpath, resolver, shell=True)
         probe.walk({**arguments, "#literals": literals[:256]} if literals else arguments, "", "", 0)
-        if _staged_harm(probe):
+        if _staged_harm(probe) or any(decoded_run(v.raw) for v in walker.values if v.path in walker.inert):
             walker = probe
     derived = walker.derived
     if flags or (len(derived) > 1 and may_add_facts(flags, derived)):  # a secret and a sink take two facts
