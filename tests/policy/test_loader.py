@@ -121,10 +121,11 @@ def test_the_default_policy_starts_with_seatbelts_nine_rules_and_their_complianc
     tagged = {p.rule.id for p in resolved.rules[:9] if p.rule.compliance}
     assert tagged == {"block-shell-execution", "block-sensitive-paths", "block-credential-access",
                       "block-private-network"}
-    # mcpwall's defence rules follow, and only deny (or, for a command line that reaches the network, ask:
-    # issue 25)
+    # mcpwall's defence rules follow, and only deny (or ask, issue 25: a command line that reaches the network,
+    # a push that overwrites a remote's history, SQL that drops or empties a table)
     assert all(p.rule.action in ("deny", "ask") for p in resolved.rules[9:])
-    assert [p.rule.id for p in resolved.rules[9:] if p.rule.action == "ask"] == ["ask-shell-network"]
+    assert [p.rule.id for p in resolved.rules[9:] if p.rule.action == "ask"] == [
+        "ask-shell-network", "ask-history-rewrite", "ask-destructive-sql"]
 
 
 class TestErrors:

@@ -47,8 +47,8 @@ _PLACE_KEY = re.compile(
 )
 #: Argument keys whose value is program source a code tool runs (`run_python(code=...)`).
 _CODE_KEY = re.compile(
-    r"(?:^|[_-])(?i:code|source|source_code|snippet|python|javascript|js)$"
-    r"|(?<=[a-z])(?:Code|Source|Snippet)$"
+    r"(?:^|[_-])(?i:code|source|source_code|snippet|python|javascript|js|function|expression|pagefunction)$"
+    r"|(?<=[a-z])(?:Code|Source|Snippet|Function|Expression)$"
 )
 #: Keys of a send tool that name its recipients, and of a write tool that name the file written.
 MAIL_KEYS: Final = re.compile(

@@ -283,7 +283,11 @@ def remote_command(program: str, args: list[str], out: list[Fact]) -> None:
         out.append((HOSTS, url_host(host)))
     if program in ("scp", "rsync", "sftp", "ftp", "smbclient") and hosts:
         local = [a for a, (_, d) in zip(operands, remote, strict=True) if d is None]
-        uploads = remote[-1][1] is not None and local
+        uploads = remote[-1][1] is not None and bool(local)
+        if program in ("ftp", "sftp") and "\n" in "".join(local):
+            # a session's script on its input (`ftp h <<< $'user x\nput /etc/passwd'`): the files it puts
+            local = _put_files(local)
+            uploads = bool(local)
         for path in local:
             out.append((FILES, home(path)))
         # what a copy uploads is judged by the file rules (`scp ~/.ssh/id_rsa`); a project's files to a
@@ -291,6 +295,17 @@ def remote_command(program: str, args: list[str], out: list[Fact]) -> None:
         out.append((SINKS, f"{'upload' if uploads else 'remote'} {url_host(hosts[-1])}"))
     elif hosts:
         out.append((SINKS, f"remote {url_host(hosts[0])}"))
+
+
+def _put_files(scripts: list[str]) -> list[str]:
+    """The local files an ftp or sftp session's script sends (`put F`, `mput F`, `append F`)."""
+    out: list[str] = []
+    for script in scripts:
+        for line in script.splitlines():
+            words = line.split()
+            if len(words) > 1 and words[0].lower() in ("put", "mput", "append", "send"):
+                out.append(words[1])
+    return out
 
 
 def lookup_command(args: list[str], out: list[Fact]) -> None:

