@@ -140,3 +140,25 @@ def test_instructions_aimed_at_the_agent_are_evidence_of_untrusted_content(text:
 ])
 def test_ordinary_results_are_not_injection(text: str) -> None:
     assert injection_evidence(text) is None
+
+
+def test_the_tracker_counts_its_sessions_and_forgets_one_by_name() -> None:
+    tracker = ChainTracker(clock=lambda: 0.0)
+    for i in range(5):
+        tracker.advance(f"s{i}", None, "fs/read_file")
+    assert tracker.count() == 5 == len(tracker.sessions())
+    tracker.forget("s2")
+    assert tracker.count() == 4
+    assert "s2" not in tracker.sessions()
+
+
+def test_the_chain_stage_forgets_the_sessions_no_longer_live_past_2000() -> None:
+    from types import SimpleNamespace
+
+    from mcpwall.stages.chain import ChainStage
+
+    stage = ChainStage()
+    for i in range(2001):
+        stage.tracker.advance(f"s{i}", None, "fs/read_file")
+    stage._prune(SimpleNamespace(gateway=SimpleNamespace(sessions={"s7": object()})))  # type: ignore[arg-type]
+    assert stage.tracker.sessions() == ["s7"]

@@ -148,6 +148,10 @@ class ChainTracker:
     def sessions(self) -> list[str]:
         return list(self._sessions)
 
+    def count(self) -> int:
+        """How many sessions are tracked (asked after every call: no list of them built)."""
+        return len(self._sessions)
+
     def states(self) -> dict[str, int]:
         out: dict[str, int] = {}
         now = self.clock()

@@ -282,7 +282,7 @@ class ChainStage(Stage):
         if len(self._pending) > 10_000:
             self._pending.clear()
             self._evidence.clear()
-        if len(self.tracker.sessions()) > 2000:
+        if self.tracker.count() > 2000:
             live = ctx.gateway.sessions
             for sid in self.tracker.sessions():
                 if sid not in live:
