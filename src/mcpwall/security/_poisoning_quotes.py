@@ -34,8 +34,14 @@ _MENTION = re.compile(
     r"\b(?:such as|like|e\.g\.|eg\.|i\.e\.|for example|for instance|including|the (?:phrase|string|text|words?"
     r"|sentence|payload|prompt|message|instruction)s?|(?:phrases?|strings?|payloads?|texts?|words|sentences|prompts?"
     r"|messages?|commands?|instructions?|inputs?) (?:like|such as|as|containing|that say|saying|reading)"
-    r"|known as|called|dubbed|labell?ed|saying|reads?|quoted?|quoting|containing|contains|as in)[\s:,(]{0,4}"
+    r"|known as|called|dubbed|labell?ed|saying|said|says|wrote|writes|reads?|quoted?|quoting|containing|contains"
+    r"|as in"
+    r"|(?:tells?|told|telling|instructs?|instructing|asks?|asking) (?:the )?(?:model|agent|llm|ai|assistant|chatbot)s?)"
+    r"[\s:,(]{0,4}"
     r"(?:(?:a|an|the|something)\s+)?(?P<q>[\"'`\u201c\u2018\u00ab])", re.IGNORECASE)
+#: A headline in a list of results or articles ("2. 'Ignore previous instructions': the attack explained"): the
+#: quote opens a list item, as titles are quoted.
+_HEADLINE = re.compile(r"(?m)^[ \t]*(?:\d{1,3}[.)]|[-*\u2022])[ \t]*(?P<q>[\"'`\u201c\u2018\u00ab])")
 _MAX_QUOTE = 400
 
 
@@ -50,7 +56,7 @@ def blank_mentions(text: str) -> str:
         return text
     out = list(text)
     changed = False
-    for m in _MENTION.finditer(text):
+    for m in (*_MENTION.finditer(text), *_HEADLINE.finditer(text)):
         close = _OPEN_CLOSE[m.group("q")]
         start = m.end()
         end = text.find(close, start, start + _MAX_QUOTE)
