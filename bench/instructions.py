@@ -12,7 +12,11 @@ between runs of the same head; the instruction count does not (two runs of one h
   server-everything's `echo` are made, and counting is switched off;
 - routes: `mcp` (a legacy session on `/mcp`), `modern` (a 2026-07-28 call on `/mcp`: the envelope in
   `_meta`, no session), `post` (seatbelt's `POST /everything`); sequentially from one keep-alive
-  connection, or with `--concurrent`, by wrk with 8 connections for `--seconds`.
+  connection, or with `--concurrent`, by wrk with 8 connections for `--seconds`;
+- `--upstream sdk` puts `bench/sdk_echo.py` (the SDK's dual-era server) behind the gateway twice,
+  opened in each era: `mcp` then calls the legacy-era one and `modern` the 2026-07-28 one (each era
+  end to end), `mcp-bridged` and `modern-bridged` the other era's (the gateway bridging).
+  server-everything speaks only the legacy era, so by default `modern` is a bridged call.
 
 Instructions are not time (a cache miss costs more than an add), but the core path is interpreter
 work, where they track CPU time closely. `--stages all` counts the ledger's writer thread too, whose
@@ -50,18 +54,24 @@ PYTHON = sys.executable
 MCPWALL = str(Path(sys.executable).parent / "mcpwall")
 
 
-def _request(route: str, port: int, token: str) -> tuple[str, dict[str, str], str]:
+# With `--upstream sdk`, the echo tool each route calls: a route's own era end to end, or bridged.
+SDK_TOOLS = {"mcp": "legacy__echo", "modern": "modern__echo",
+             "mcp-bridged": "modern__echo", "modern-bridged": "legacy__echo"}
+
+
+def _request(route: str, port: int, token: str, upstream: str) -> tuple[str, dict[str, str], str]:
     """The path, headers and body (with a %s for the id) of one call on `route`."""
     base = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream"}
-    if route == "modern":
-        body = po.modern_call(0, "everything__echo")
-        return "/mcp", {**base, **po.MODERN_HEADERS}, json.dumps(body).replace('"id": 0', '"id": "%s"')
+    tool = SDK_TOOLS[route] if upstream == "sdk" else "everything__echo"
+    if route.startswith("modern"):
+        body = po.modern_call(0, tool)
+        return "/mcp", {**base, **po.MODERN_HEADERS, "Mcp-Name": tool}, json.dumps(body).replace(
+            '"id": 0', '"id": "%s"')
     if route == "post":
         return "/everything", base, json.dumps(po.call(0, "echo")).replace('"id": 0', '"id": "%s"')
     sid = po.mcp_session(port, token)
-    return "/mcp", {**base, "Mcp-Session-Id": sid}, json.dumps(po.call(0, "everything__echo")).replace(
-        '"id": 0', '"id": "%s"')
+    return "/mcp", {**base, "Mcp-Session-Id": sid}, json.dumps(po.call(0, tool)).replace('"id": 0', '"id": "%s"')
 
 
 def _sequential(port: int, path: str, headers: dict[str, str], body: str, pid: int, calls: int) -> int:
@@ -114,8 +124,8 @@ def measure(tree: Path, stages: str, route: str, opts: Any) -> dict[str, Any]:
             text = text.replace("stages:\n  ratelimit: {requestsPerMinute: 0}\n", po.CORE)
         (home / "policy.yaml").write_text(text)
         servers = home / "servers.json"
-        servers.write_text(json.dumps({"mcpServers": {"everything": {"command": po.EVERYTHING[0],
-                                                                     "args": po.EVERYTHING[1:]}}}))
+        servers.write_text(json.dumps({"mcpServers": po.sdk_servers() if opts.upstream == "sdk" else {
+            "everything": {"command": po.EVERYTHING[0], "args": po.EVERYTHING[1:]}}}))
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
@@ -139,7 +149,7 @@ def measure(tree: Path, stages: str, route: str, opts: Any) -> dict[str, Any]:
                 except (OSError, httpx.HTTPError, ValueError, KeyError):
                     pass
                 time.sleep(0.25)
-            path, headers, body = _request(route, port, token)
+            path, headers, body = _request(route, port, token, opts.upstream)
             calls = (_concurrent(port, path, headers, body, proc.pid, opts.seconds, Path(tmp)) if opts.concurrent
                      else _sequential(port, path, headers, body, proc.pid, opts.calls))
         finally:
@@ -152,7 +162,7 @@ def measure(tree: Path, stages: str, route: str, opts: Any) -> dict[str, Any]:
         if opts.keep:
             # the function-level counts, for `callgrind_annotate --inclusive=yes` (one file per thread)
             opts.keep.mkdir(parents=True, exist_ok=True)
-            name = f"{tree.name}-{route}-{stages}-{'concurrent' if opts.concurrent else 'sequential'}"
+            name = f"{tree.name}-{route}-{opts.upstream}-{stages}-{'concurrent' if opts.concurrent else 'sequential'}"
             for part in out.parent.glob(out.name + "*"):
                 shutil.copy(part, opts.keep / (name + part.name[len(out.name):] + ".callgrind"))
         return {"tree": str(tree), "stages": stages, "route": route, "calls": calls,
@@ -163,7 +173,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tree", action="append", type=Path, help="a checkout to measure (repeatable)")
     parser.add_argument("--stages", choices=["core", "all"], default="core")
-    parser.add_argument("--routes", default="mcp,modern,post")
+    parser.add_argument("--routes", default="mcp,modern,post",
+                        help="mcp, modern, post; with --upstream sdk also mcp-bridged, modern-bridged")
+    parser.add_argument("--upstream", choices=["everything", "sdk"], default="everything",
+                        help="sdk: bench/sdk_echo.py opened twice, in the 2025-11-25 era (legacy__echo) and the "
+                             "2026-07-28 era (modern__echo), so each route's era runs end to end")
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--concurrent", action="store_true", help="8 connections by wrk instead of one client")
     parser.add_argument("--seconds", type=float, default=10.0)

@@ -96,6 +96,14 @@ stages:
   judge: false
 """
 
+SDK_ECHO = [sys.executable, str(ROOT / "bench" / "sdk_echo.py")]
+
+
+def sdk_servers() -> dict[str, Any]:
+    """bench/sdk_echo.py twice: opened in the 2025-11-25 era (`legacy`) and the 2026-07-28 era (`modern`)."""
+    return {era: {"command": SDK_ECHO[0], "args": SDK_ECHO[1:], "era": era} for era in ("legacy", "modern")}
+
+
 MODERN = "2026-07-28"
 MODERN_HEADERS = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "everything__echo"}
 

@@ -30,7 +30,9 @@ from mcpwall.proxy._bridge import answered
 from mcpwall.proxy._catalog import Catalog, fetch_catalog, list_pages
 from mcpwall.proxy._probe import older_transport, open_upstream
 from mcpwall.proxy._requests import Pending, UpstreamError, expire, settled
-from mcpwall.proxy._upstream_modern import listen, modern_request
+from mcpwall.proxy._unanswered import given_up, still_running
+from mcpwall.proxy._upstream_modern import Outgoing, incoming, listen, outgoing, settle
+from mcpwall.proxy._upstream_modern import settled as final
 from mcpwall.transports import Transport, TransportError, transport_for
 
 if TYPE_CHECKING:
@@ -39,11 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpwall.upstream")
 
 MAX_RESTARTS = 5
-#: An HTTP upstream may never answer a call it was told to cancel: after its timeout and this margin it
-#: is presumed ended (a stdio one runs until it answers or exits; issue 22, the policy reload hold).
-UNANSWERED_MARGIN_S = 60.0
-#: Calls given up on but not answered that are remembered one by one; beyond, the server as a whole.
-MAX_UNANSWERED = 1024
 
 
 class UpstreamServer:
@@ -61,6 +58,11 @@ class UpstreamServer:
         self.init_result: dict[str, Any] = {}
         #: "legacy" (opened by initialize) or "modern" (2026-07-28), once known; kept across restarts
         self.era: str | None = None
+        #: tools a modern server listed with an invalid x-mcp-header designation, refused by name
+        #: (`_upstream_modern.without_invalid_headers`: a client may still know the name)
+        self.excluded_tools: set[str] = set()
+        #: the last narrowing of the gateway's capabilities to a client's (`calling_capabilities`)
+        self.calling_memo: tuple[Any, ServerSpec, dict[str, Any], dict[str, Any]] | None = None
         #: the gateway's bridged input requests of a modern server, waiting for a client's answer (`_bridge`)
         self.inputs: dict[RequestId, asyncio.Future[Message]] = {}
         self.catalog = Catalog()
@@ -245,11 +247,16 @@ class UpstreamServer:
 
         Progress tokens are replaced by our request id so that two sessions using
         the same token cannot collide; the original is restored on the way back.
-        To a modern upstream, `_upstream_modern` sends it (`raw`: as it stamped it).
+        To a modern upstream it goes stamped and comes back plain (`_upstream_modern`; `raw`: a
+        request it stamped already), in this one coroutine.
         """
+        sent: Outgoing | None = None
+        asked = params
         if self.era == "modern" and not raw:
-            return await modern_request(self, method, params, timeout=timeout, session_id=session_id,
-                                        downstream_id=downstream_id, emit=emit, on_sent=on_sent)
+            out = outgoing(self, method, params, session_id, downstream_id)
+            if not isinstance(out, Outgoing):
+                return out
+            sent, params = out, out.params
         transport = self.transport
         if transport is None or self.state not in ("ready", "starting"):
             raise UpstreamError(f"upstream {self.name!r} is not available ({self.state}: {self.last_error})",
@@ -274,7 +281,7 @@ class UpstreamServer:
         timer = loop.call_later(timeout, expire, entry.future)
         try:
             await transport.send(message)
-            return await entry.future
+            response = await entry.future
         except TimeoutError:
             await self.cancel(uid, "timed out")
             raise UpstreamError(f"upstream {self.name!r} did not answer {method} within {timeout:g} s",
@@ -287,7 +294,13 @@ class UpstreamServer:
             if entry.progress_token is not None:
                 self.progress.pop(f"mcpwall-{uid}", None)
             if method == "tools/call" and not settled(entry.future):
-                self._given_up(uid, entry, params)
+                given_up(self, uid, entry, params)
+        if sent is None:
+            return response
+        if final(response, sent.version):
+            return incoming(self, method, response)
+        return await settle(self, method, asked, response, sent, timeout=timeout, session_id=session_id,
+                            downstream_id=downstream_id, emit=emit, on_sent=on_sent)
 
     async def cancel(self, uid: RequestId, reason: str) -> None:
         """Tell the upstream we no longer want request `uid`."""
@@ -334,32 +347,9 @@ class UpstreamServer:
         if not entry.future.done():
             entry.future.set_result(msg)
 
-    def _given_up(self, uid: RequestId, entry: Pending, params: dict[str, Any] | None) -> None:
-        """A tools/call the gateway stopped waiting for (the client cancelled it, it timed out): the
-        server may still run it, a stalled Node event loop a long time after (issue 22)."""
-        name = params.get("name") if isinstance(params, dict) else None
-        tool = self.catalog.tools.get(name) if isinstance(name, str) else None
-        annotations = tool.get("annotations") if isinstance(tool, dict) else None
-        if isinstance(annotations, dict) and annotations.get("readOnlyHint") is True:
-            return  # annotations are pinned: a read-only tool cannot write a policy file
-        deadline = time.monotonic() + entry.timeout + UNANSWERED_MARGIN_S if self.spec.url else None
-        if len(self.unanswered) >= MAX_UNANSWERED:
-            self.unanswered.pop(next(iter(self.unanswered)))
-            uid, deadline = "(more)", None  # never forgotten: one that is may still run
-        self.unanswered[uid] = (self._generation, deadline, f"{self.name}/{name}")
-
     def unanswered_call(self) -> str | None:
-        """A tools/call the server may still be running although the gateway no longer waits for it:
-        not answered, the server not restarted since, and (HTTP) not past its timeout and margin."""
-        if not self.unanswered:
-            return None
-        now = time.monotonic()
-        for uid, (generation, deadline, label) in list(self.unanswered.items()):
-            if generation != self._generation or (deadline is not None and now > deadline):
-                del self.unanswered[uid]
-                continue
-            return f"{label} (id {uid}, given up on but not answered by the server)"
-        return None
+        """A tools/call the server may still be running although the gateway no longer waits for it."""
+        return still_running(self)
 
     # ------------------------------------------------------------------ catalog
 

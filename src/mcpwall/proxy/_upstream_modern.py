@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -62,6 +61,8 @@ MAX_RELISTENS = 5
 #: The list capabilities a change notification can be asked for, by the filter key that asks.
 _LISTS = (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"), ("resourcesListChanged", "resources"))
 
+_ENVELOPE = frozenset(ENVELOPE_KEYS)
+
 #: Who the gateway is to a modern upstream (its `clientInfo`).
 GATEWAY_CLIENT = {"name": "mcpwall", "version": __version__}
 
@@ -70,29 +71,44 @@ def stamped(params: dict[str, Any] | None, version: str, capabilities: dict[str,
     """`params` with the gateway's envelope in `_meta` (the rest of `_meta`, a progress token
     or trace context, kept; a client's envelope keys replaced)."""
     meta = params.get("_meta") if params else None
-    kept = {k: v for k, v in meta.items() if k not in ENVELOPE_KEYS} if isinstance(meta, dict) else {}
-    kept[PROTOCOL_VERSION_META_KEY] = version
-    kept[CLIENT_INFO_META_KEY] = GATEWAY_CLIENT
-    kept[CLIENT_CAPABILITIES_META_KEY] = capabilities
-    kept[LOG_LEVEL_META_KEY] = "debug"
-    return {**(params or {}), "_meta": kept}
+    if isinstance(meta, dict) and not meta.keys() <= _ENVELOPE:
+        kept = {k: v for k, v in meta.items() if k not in ENVELOPE_KEYS}
+        kept[PROTOCOL_VERSION_META_KEY] = version
+        kept[CLIENT_INFO_META_KEY] = GATEWAY_CLIENT
+        kept[CLIENT_CAPABILITIES_META_KEY] = capabilities
+        kept[LOG_LEVEL_META_KEY] = "debug"
+    else:  # (most requests: nothing in `_meta` but a client's envelope, or no `_meta`)
+        kept = {PROTOCOL_VERSION_META_KEY: version, CLIENT_INFO_META_KEY: GATEWAY_CLIENT,
+                CLIENT_CAPABILITIES_META_KEY: capabilities, LOG_LEVEL_META_KEY: "debug"}
+    if not params:
+        return {"_meta": kept}
+    out = dict(params)
+    out["_meta"] = kept
+    return out
 
 
 def plain(response: Message) -> Message:
     """A modern server's answer as any client reads it: without `resultType: complete` and the
     server's identity stamp (the gateway answers, and stamps its own for a modern client)."""
     body = response.get("result")
-    if not isinstance(body, dict) or (body.get("resultType") != "complete" and "_meta" not in body):
+    if not isinstance(body, dict):
         return response
-    out = {k: v for k, v in body.items() if not (k == "resultType" and v == "complete")}
-    meta = out.get("_meta")
-    if isinstance(meta, dict) and SERVER_INFO_META_KEY in meta:
-        rest = {k: v for k, v in meta.items() if k != SERVER_INFO_META_KEY}
-        if rest:
-            out["_meta"] = rest
-        else:
+    complete = body.get("resultType") == "complete"
+    meta = body.get("_meta")
+    stamp = isinstance(meta, dict) and SERVER_INFO_META_KEY in meta
+    if not complete and not stamp:
+        return response
+    out = dict(body)  # (a copy in C and two deletions: cheaper than a comprehension over every key)
+    if complete:
+        del out["resultType"]
+    if stamp:
+        if len(meta) == 1:  # type: ignore[arg-type]
             del out["_meta"]
-    return {**response, "result": out}
+        else:
+            out["_meta"] = {k: v for k, v in meta.items() if k != SERVER_INFO_META_KEY}  # type: ignore[union-attr]
+    answer = dict(response)
+    answer["result"] = out
+    return answer
 
 
 def calling_capabilities(upstream: UpstreamServer, params: dict[str, Any] | None,
@@ -101,28 +117,51 @@ def calling_capabilities(upstream: UpstreamServer, params: dict[str, Any] | None
     route (`upstream_capabilities`), narrowed to what the calling client declared (a modern client's
     per-request clientCapabilities, a legacy client's `initialize`), so the server asks a client only
     what it can answer and refuses a tool that needs more (-32021). The gateway's own requests (its
-    catalog) declare the gateway's. Roots stay the gateway's rule: declared only for configured roots."""
-    gateway = upstream.gateway.upstream_capabilities(upstream.name)
+    catalog) declare the gateway's. Roots stay the gateway's rule: declared only for configured roots.
+
+    What the gateway can route follows the policy (`allowSampling`) and the server's spec (roots), and
+    a client sends the same capabilities with every request: the last narrowing is remembered per
+    upstream for the same policy, spec and client capabilities (compared by value)."""
     meta = params.get("_meta") if params else None
     client = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
     if not isinstance(client, dict):
         session = upstream.gateway.sessions.get(session_id or "")
         if session is None or not session.initialized:
-            return gateway
+            return upstream.gateway.upstream_capabilities(upstream.name)
         client = session.capabilities
-    return {k: v for k, v in gateway.items() if k == "roots" or client.get(k) not in (None, False)}
+    policy = upstream.gateway.policy.current
+    memo = upstream.calling_memo
+    if memo is not None and memo[0] is policy and memo[1] is upstream.spec and memo[2] == client:
+        return memo[3]
+    gateway = upstream.gateway.upstream_capabilities(upstream.name)
+    # (only whether each of the client's top-level capabilities is declared counts: a shallow copy keeps it)
+    caps = {k: v for k, v in gateway.items() if k == "roots" or client.get(k) not in (None, False)}
+    upstream.calling_memo = (policy, upstream.spec, dict(client), caps)
+    return caps
 
 
-async def modern_request(upstream: UpstreamServer, method: str, params: dict[str, Any] | None, *, timeout: float,
-                         session_id: str | None = None, downstream_id: RequestId | None = None, emit: Any = None,
-                         on_sent: Callable[[int], None] | None = None) -> Message:
-    """`UpstreamServer.request` for a modern upstream: the envelope stamped, removed methods
-    answered here, input requests resolved through the calling client, the answer plain."""
+class Outgoing(NamedTuple):
+    """A request to a modern upstream as `UpstreamServer.request` sends it (`outgoing`)."""
+
+    params: dict[str, Any]  # stamped
+    version: str
+    capabilities: dict[str, Any]
+
+
+def outgoing(upstream: UpstreamServer, method: str, params: dict[str, Any] | None, session_id: str | None,
+             downstream_id: RequestId | None) -> Message | Outgoing:
+    """What `UpstreamServer.request` sends a modern upstream for `method`: the stamped request, or
+    the answer given here instead (a method 2026-07-28 removed; a tool excluded for its headers).
+
+    The request is sent and waited for in `request`'s own coroutine, and its answer read by
+    `incoming` (plain functions): every coroutine level between a client's call and the upstream is
+    paid again at each suspension, and this path used to add two (bench/instructions.py --upstream sdk)."""
     if method in REMOVED:
         if method in ("resources/subscribe", "resources/unsubscribe") and params:
             upstream.gateway.traffic.listen.follow(upstream, method, params.get("uri"))  # no holder is left out
         return {"jsonrpc": "2.0", "id": downstream_id, "result": {}}
-    if _EXCLUDED and method == "tools/call" and params and params.get("name") in _EXCLUDED.get(upstream, ()):
+    if upstream.excluded_tools and method == "tools/call" and params \
+            and params.get("name") in upstream.excluded_tools:
         return error(downstream_id, ErrorCode.INVALID_PARAMS,
                      f"Unknown tool: {params['name']} (its x-mcp-header designation is invalid)",
                      {"server": upstream.name, "reason": "invalid_x_mcp_header"})
@@ -130,25 +169,48 @@ async def modern_request(upstream: UpstreamServer, method: str, params: dict[str
     caps = calling_capabilities(upstream, params, session_id)
     if method == "tools/call" and asks_tasks(upstream.capabilities, params):
         caps = {**caps, "extensions": {TASKS_EXTENSION: {}}}  # the gateway maps the server's tasks (_tasks.py)
+    return Outgoing(stamped(params, version, caps), version, caps)
+
+
+def settled(response: Message, version: str) -> bool:
+    """Whether `response` is the final answer as it came: not an InputRequiredResult to resolve, not a
+    version refusal to retry (`settle` then takes it)."""
+    body = response.get("result")
+    if body is None:
+        return not _retry_version(response, version)
+    return not isinstance(body, dict) or body.get("resultType") != "input_required"
+
+
+async def settle(upstream: UpstreamServer, method: str, params: dict[str, Any] | None, response: Message,
+                 sent: Outgoing, *, timeout: float, session_id: str | None, downstream_id: RequestId | None,
+                 emit: Any, on_sent: Callable[[int], None] | None) -> Message:
+    """The final answer to a request whose first answer was not (`settled`): a version refusal
+    retried once (versioning.mdx), input requests resolved through the calling client (`_bridge`)."""
 
     async def send(out: dict[str, Any] | None, budget: float) -> Message:
-        return await upstream.request(method, stamped(out, version, caps), timeout=budget, session_id=session_id,
-                                      downstream_id=downstream_id, emit=emit, on_sent=on_sent, raw=True)
+        return await upstream.request(method, stamped(out, sent.version, sent.capabilities), timeout=budget,
+                                      session_id=session_id, downstream_id=downstream_id, emit=emit,
+                                      on_sent=on_sent, raw=True)
 
-    response = await send(params, timeout)
-    if "error" in response and _retry_version(response, version):
-        response = await send(params, timeout)  # versioning.mdx: retry once with a version both speak
+    if "error" in response and _retry_version(response, sent.version):
+        response = await send(params, timeout)
     response = await resolve_input(upstream, method, params, response, send, timeout=timeout,
                                    session_id=session_id, downstream_id=downstream_id, emit=emit)
+    return incoming(upstream, method, response)
+
+
+def incoming(upstream: UpstreamServer, method: str, response: Message) -> Message:
+    """A modern upstream's final answer as the gateway passes it on (`plain`; a tool list without
+    the tools it must exclude; `server/discover` as it came, for `_probe` to read the stamp)."""
+    if method == "tools/call":
+        return plain(response)
     if method == "server/discover":
-        return response  # `_probe` reads the server's stamp
+        return response
     return without_invalid_headers(upstream, plain(response)) if method == "tools/list" else plain(response)
 
 
 #: (server, tool, reason) already told in the log: a list is fetched again for every client that lists.
 _TOLD: set[tuple[str, str, str]] = set()
-#: the tools each modern upstream listed with an invalid designation, refused by name (a client may know it)
-_EXCLUDED: weakref.WeakKeyDictionary[UpstreamServer, set[str]] = weakref.WeakKeyDictionary()
 
 
 def without_invalid_headers(upstream: UpstreamServer, response: Message) -> Message:
@@ -162,7 +224,7 @@ def without_invalid_headers(upstream: UpstreamServer, response: Message) -> Mess
         return response
     tools: list[Any] = body["tools"]
     kept = []
-    excluded = _EXCLUDED.get(upstream) or set()
+    excluded = upstream.excluded_tools
     for tool in tools:
         schema = tool.get("inputSchema") if isinstance(tool, dict) else None
         reason = None
@@ -178,7 +240,6 @@ def without_invalid_headers(upstream: UpstreamServer, response: Message) -> Mess
             continue
         if len(excluded) < 4096:
             excluded.add(str(tool.get("name")))
-            _EXCLUDED[upstream] = excluded
         told = (upstream.name, str(tool.get("name")), reason)
         if told not in _TOLD:
             if len(_TOLD) > 1024:
@@ -229,5 +290,5 @@ async def listen(upstream: UpstreamServer, generation: int) -> None:
         upstream.gateway.upstream_restarted(upstream)  # re-fetch: changes while it was closed were not told
 
 
-__all__ = ["GATEWAY_CLIENT", "calling_capabilities", "listen", "modern_request", "plain", "stamped",
-           "without_invalid_headers"]
+__all__ = ["GATEWAY_CLIENT", "Outgoing", "calling_capabilities", "incoming", "listen", "outgoing", "plain", "settle",
+           "settled", "stamped", "without_invalid_headers"]
