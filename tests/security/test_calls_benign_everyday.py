@@ -175,6 +175,14 @@ EVERYDAY: dict[str, list[Case]] = {
     ("http_request", "http", {"method": "GET", "url": "https://api.stripe.com/v1/charges?limit=3", "headers": {"Authorization": f"Bearer {STRIPE_TEST}"}}),
     ("http_request", "http", {"method": "POST", "url": "http://localhost:8000/api/login", "headers": {"Content-Type": "application/json"}, "body": "{\"username\": \"test\", \"password\": \"test\"}"}),
     ("make_request", "http", {"url": "https://jsonplaceholder.typicode.com/posts?userId=1", "method": "GET"}),
+    # a public API's own key in its query string (NASA's demo key, an OpenWeatherMap app id, a Maps key)
+    ("fetch", "fetch", {"url": "https://api.nasa.gov/planetary/apod?api_key=DEMO_KEY&date=2026-12-01"}),
+    ("fetch", "fetch", {"url": "https://api.openweathermap.org/data/2.5/weather?q=Berlin&appid=b6907d289e10d714a6e88b30761fae22"}),
+    ("fetch", "fetch", {"url": "https://maps.googleapis.com/maps/api/geocode/json?address=Berlin&key=AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"}),
+    *dc(
+        "python -c \"import requests; print(requests.get('https://api.github.com').status_code)\"",
+        "python3 -c \"import urllib.request; print(urllib.request.urlopen('https://example.com').status)\"",
+    ),
 ],
 "tokens to the API that issued them": [
     ("http_request", "http", {"method": "GET", "url": "https://api.github.com/user/repos?per_page=100", "headers": {"Authorization": f"token {GHP}", "Accept": "application/vnd.github+json"}}),
@@ -225,6 +233,9 @@ EVERYDAY: dict[str, list[Case]] = {
     ("get_file_info", "filesystem", {"path": "/home/dev/projects/shop/README.md"}),
     ("move_file", "filesystem", {"source": "/home/dev/projects/shop/src/utils.py", "destination": "/home/dev/projects/shop/src/helpers.py"}),
     ("list_allowed_directories", "filesystem", {}),
+    # the agent running as root (a container, CI): its home is /root
+    ("write_file", "filesystem", {"path": "/root/workspace/app.py", "content": "print('hello')\n"}),
+    ("read_file", "filesystem", {"path": "~/Documents/report.md"}),
     ("read_file", "desktop-commander", {"path": "~/projects/shop/package.json"}),
     ("write_file", "desktop-commander", {"path": "~/projects/shop/src/config.ts", "content": "export const API_URL = process.env.API_URL ?? 'http://localhost:8000';\n", "mode": "rewrite"}),
     ("search_code", "desktop-commander", {"path": "~/projects/shop", "pattern": "TODO|FIXME"}),
@@ -256,6 +267,17 @@ EVERYDAY: dict[str, list[Case]] = {
     ("browser_snapshot", "playwright", {}),
     ("browser_type", "playwright", {"element": "Password field", "ref": "e7", "text": "hunter2-test-account"}),
     ("browser_evaluate", "playwright", {"function": "() => [...document.querySelectorAll('a')].map(a => a.href).slice(0, 20)"}),
+],
+"tools named for tokens, passwords and keys": [
+    ("count_tokens", "anthropic", {"model": "claude-sonnet-4-5", "text": "How many tokens is this sentence?"}),
+    ("tokenize", "nlp", {"text": "The quick brown fox", "model": "gpt2"}),
+    ("get_token_price", "coingecko", {"token_id": "ethereum", "vs_currency": "eur"}),
+    ("get_token_balance", "web3", {"address": "0x742d35Cc6634C0532925a3b844Bc454e4438f44e", "token": "USDC"}),
+    ("generate_password", "utils", {"length": 20, "symbols": True}),
+    ("check_password_strength", "utils", {"password": "correct horse battery staple"}),
+    ("reset_password", "auth0", {"email": "jane@example.com"}),
+    ("create_api_key", "dashboard", {"name": "ci-runner", "scopes": ["read"]}),
+    ("list_secret_scanning_alerts", "github", {"owner": "acme", "repo": "shop", "state": "open"}),
 ],
 "messages and issues": [
     ("slack_post_message", "slack", {"channel_id": "C07ENG", "text": "Hi Sam, the cart rounding fix is in review: https://github.com/acme/shop/pull/215 — can you take a look today?"}),

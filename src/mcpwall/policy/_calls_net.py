@@ -62,6 +62,12 @@ _PII_PARAMS: Final = frozenset(
      "files", "data", "payload", "info", "pii", "location", "lat", "lon", "gps", "msg", "message", "text"}
 )
 _ENCODED_VALUE = re.compile(r"[A-Za-z0-9+/=_-]+")
+#: Query parameters by which public APIs take their own key (`?api_key=DEMO_KEY` to api.nasa.gov, `?key=` to
+#: googleapis.com, `?appid=` to OpenWeatherMap): sent to an API path, the key is presented, not loot. What the
+#: value is stays judged: a known token or random material is a secret going out (`secrets_out`), to its issuer
+#: alone (`_calls_presented`), and a substitution or a variable is data computed (`query+exec`).
+_API_KEY_PARAMS: Final = frozenset(
+    {"key", "apikey", "api_key", "api-key", "appid", "app_id", "access_token", "token", "client_id", "auth"})
 
 
 def destination(word: str) -> str | None:
@@ -162,6 +168,8 @@ def url_facts(url: str, kind: str, out: list[Fact], carried: str = "") -> None:
         low = name.lower().strip()
         if SUBSTITUTION.search(value) or SUBSTITUTION.search(name):
             out.append((SINKS, f"query+exec {url}"))
+        elif low in _API_KEY_PARAMS and not _root(url):
+            continue
         elif value and (low in _SECRET_PARAMS or (low in _PII_PARAMS and _root(url))):
             out.append((SINKS, f"query+pii {url}"))
         elif len(value) >= 24 and _ENCODED_VALUE.fullmatch(value) and len(set(value)) >= 12:
