@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from .calls_helpers import paths_disagree
 from .test_calls_benign_corpus import Case, cases, simulate, stopped
 
 GHP = "ghp_Xk29dLm4Qa7Rt1Vw8Ze5Ny3Bc6Hu0Jp2Ls9F"
@@ -342,3 +343,7 @@ def test_a_token_leaves_only_for_the_api_that_issued_it(home: Path, benign: Case
     assert not stopped(simulate(home, benign)), benign
     decision = simulate(home, malicious)
     assert stopped(decision), (malicious, decision.get("action"), decision.get("rule_ids"))
+
+
+def test_the_fast_path_and_the_reference_path_decide_them_alike() -> None:
+    assert paths_disagree([c for items in EVERYDAY.values() for c in items] + [c for pair in OWN_API_TWINS for c in pair]) == []

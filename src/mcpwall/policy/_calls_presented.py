@@ -49,7 +49,7 @@ _SLOT_KEY: Final = re.compile(
 _SLOTS: Final = re.compile(
     r"(?i)\b(?:(?:proxy-)?authorization|x-api-key|api-key|x-goog-api-key|x-auth-token|private-token)\s*:\s*"
     r"([^'\"\n]+)|\b([a-z][a-z0-9+.-]*://[^/@\s'\"]+@[^\s/'\"]*)|(?:^|\s)(?:-u|--user)\s*['\"]?([^\s'\"]+)|"
-    r"[?&](?:key|api_?key|access_token|token|auth)=([^&\s#'\"]+)")
+    r"[?&](?:key|api_?key|access_token|token|auth|x-amz-credential|x-amz-security-token)=([^&\s#'\"]+)")
 _URLS: Final = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+")
 _LOCAL: Final = re.compile(r"^(?:localhost|[^.]+\.localhost|127(?:\.\d{1,3}){3}|::1)$")
 

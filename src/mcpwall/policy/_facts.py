@@ -477,9 +477,11 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
         derived += call_facts(call.name, derived, walker.values)
     if "push" in tool_words(call.name):  # a git tool's `{"force": true}` is the command line it runs
         derived += pushed_command(call.name, walker.values)
-    if derived and any(f[0] == SECRETS for f in derived):
-        # a token sent in its credential slot to the API that issued it is presented, not leaked
-        derived = presented(call.name, call.server, derived, walker.values)
+    for fact in derived:
+        if fact[0] == SECRETS:
+            # a token sent in its credential slot to the API that issued it is presented, not leaked
+            derived = presented(call.name, call.server, derived, walker.values)
+            break
     # As `Facts(call, values, ...)`, without the NamedTuple's `__new__` (see `_Walker._leaf`).
     return tuple.__new__(Facts, (call, tuple(walker.values), tuple(walker.keys), tuple(walker.env_keys),
                                  _response_texts(call.result), walker.truncated,
