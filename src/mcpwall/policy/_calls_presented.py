@@ -14,7 +14,8 @@ tests/security/test_calls_benign_everyday.py.
 - every host the call reaches is its issuer's (`_ISSUERS`, by name or subdomain: `api.github.com.x.example` is
   not GitHub's) or this machine (any credential may go to localhost); a call that reaches no host counts its
   server's or tool's name (a `github` server's `token` argument), and a call that mails anyone keeps them all;
-- it is a credential that is presented at all: a private key, a seed phrase or an environment dump never is.
+- it is a credential that is presented at all: a private key, a seed phrase or an environment dump never is;
+- nothing in the call sends the request elsewhere than its URL names (a proxy, curl's `--resolve`).
 What is left (a token in a message, a file's content, a search, a query string's `q`, a body posted elsewhere,
 one issuer's token sent to another's API) stays a secret going out.
 """
@@ -50,6 +51,9 @@ _SLOTS: Final = re.compile(
     r"(?i)\b(?:(?:proxy-)?authorization|x-api-key|api-key|x-goog-api-key|x-auth-token|private-token)\s*:\s*"
     r"([^'\"\n]+)|\b([a-z][a-z0-9+.-]*://[^/@\s'\"]+@[^\s/'\"]*)|(?:^|\s)(?:-u|--user)\s*['\"]?([^\s'\"]+)|"
     r"[?&](?:key|api_?key|access_token|token|auth|x-amz-credential|x-amz-security-token)=([^&\s#'\"]+)")
+#: What sends a request elsewhere than its URL's host: a proxy (an option, an argument, `HTTPS_PROXY=`), curl's
+#: `--resolve`/`--connect-to` pinning the name to another address.
+_ELSEWHERE: Final = re.compile(r"(?i:proxy|--resolve\b|--connect-to\b|--socks|--doh-url)|(?:^|\s)-x\s")
 _URLS: Final = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+")
 _LOCAL: Final = re.compile(r"^(?:localhost|[^.]+\.localhost|127(?:\.\d{1,3}){3}|::1)$")
 
@@ -81,6 +85,8 @@ def presented(name: str, server: str, derived: list[tuple[int, str, str]],
     if any(i == SINKS and t.startswith("mail ") for i, t, _ in derived):
         return derived
     texts = {path: (key, text) for path, key, text, _, _ in leaves}
+    if any(_ELSEWHERE.search(key) is not None or _ELSEWHERE.search(text) is not None for key, text in texts.values()):
+        return derived  # a proxy or a pinned address sends it somewhere the URL does not name
     hosts = {t for i, t, _ in derived if i == HOSTS}
     for _, text in texts.values():
         if "://" in text:
