@@ -69,6 +69,7 @@ _ENCODED_VALUE = re.compile(r"[A-Za-z0-9+/=_-]+")
 #: googleapis.com, `?appid=` to OpenWeatherMap): sent to an API path, the key is presented, not loot. What the
 #: value is stays judged: a known token or random material is a secret going out (`secrets_out`), to its issuer
 #: alone (`_calls_presented`), and a substitution or a variable is data computed (`query+exec`).
+_KEYLIKE: Final = re.compile(r"[A-Za-z0-9_.~-]{1,256}")
 _API_KEY_PARAMS: Final = frozenset(
     {"key", "apikey", "api_key", "api-key", "appid", "app_id", "access_token", "token", "client_id", "auth"})
 
@@ -171,8 +172,9 @@ def url_facts(url: str, kind: str, out: list[Fact], carried: str = "") -> None:
         low = name.lower().strip()
         if SUBSTITUTION.search(value) or SUBSTITUTION.search(name):
             out.append((SINKS, f"query+exec {url}"))
-        elif low in _API_KEY_PARAMS and not _root(url):
-            continue
+        elif low in _API_KEY_PARAMS and not _root(url) and _KEYLIKE.fullmatch(value) is not None and not (
+                len(value) >= 24 and _carries_data(value)):
+            continue  # the API's own key, in a key's shape; data spelled into it is still data (below)
         elif value and (low in _SECRET_PARAMS or (low in _PII_PARAMS and _root(url))):
             out.append((SINKS, f"query+pii {url}"))
         elif len(value) >= 24 and _ENCODED_VALUE.fullmatch(value) and len(set(value)) >= 12 and _carries_data(value):
