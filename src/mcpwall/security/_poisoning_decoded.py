@@ -1,33 +1,50 @@
-"""Orders hidden in an encoding: a base64 or hex run in a tool result that decodes to text aimed at the agent.
+"""Orders hidden in an encoding: a tool result read again as what it decodes to.
 
 A result has no reason to carry an order at all, and less to carry one
 encoded: "note from the server: SWdub3JlIHByZXZpb3Vz..." is read by a model
-that decodes base64 on sight, and by no phrase rule. Each long base64 (std or
-URL-safe) or hex run of a result's string is decoded; when it decodes to
-prose (readable text with spaces: an image, an archive, a hash or a key
-decodes to bytes, not sentences) that prose is read by the same phrase rules
-as the result itself. Bounded: runs of at most `MAX_RUN` characters, at most
-`MAX_RUNS` runs and `MAX_DECODED` decoded bytes per string.
+that decodes base64 on sight, and by no phrase rule. `other_readings` gives
+the texts a result also says, for the same phrase rules to read:
+
+- each long base64 (std or URL-safe) or hex run, decoded, when it decodes to
+  prose (readable text with spaces: an image, an archive, a hash or a key
+  decodes to bytes, not sentences);
+- the text percent-decoded, when it holds several escapes
+  ("Ignore%20previous%20instructions");
+- the text with leetspeak spelled out, when several short words mix letters
+  with the digits that stand for them ("1gn0re prev10us 1nstruct10ns").
+
+Bounded: runs of at most `MAX_RUN` characters, at most `MAX_RUNS` runs and
+`MAX_DECODED` decoded bytes per string. Ordinary text (no run, no escape, no
+mixed word) costs one regex search of each kind.
 """
 
 from __future__ import annotations
 
 import binascii
 import re
+from urllib.parse import unquote
+
+import re2
 
 from mcpwall.security._decode import b64_bytes, readable
 
 MAX_RUN = 16 << 10
 MAX_RUNS = 32
 MAX_DECODED = 64 << 10
-#: a base64 run long enough to hold a sentence (24 characters: 18 bytes); hex runs are found the same way
-_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/_=-])")
+_OPTIONS = re2.Options()
+_OPTIONS.max_mem = 16 << 20
+#: a base64 run long enough to hold a sentence (24 characters: 18 bytes), whole (RE2, linear: a 1 MiB result of
+#: ordinary text is searched in about 2 ms); hex runs are found the same way
+_RUN = re2.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}", _OPTIONS)
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2})+")
 _PROSE = re.compile(r"[A-Za-z\u00c0-\uffff]{2,}\s+\S+\s+\S")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+#: a word of letters and the digits leetspeak puts for them, with at least one of each
+_LEET_WORD = re2.compile(r"\b(?:[A-Za-z@$]+[013457]|[013457]+[A-Za-z@$])[A-Za-z013457@$]*\b", _OPTIONS)
+_LEET = str.maketrans("013457@$", "oieastas")
 
 
-def decoded_prose(text: str) -> list[str]:
-    """The prose that the base64 and hex runs of `text` decode to (empty when none decodes to sentences)."""
+def _decoded(text: str) -> list[str]:
     out: list[str] = []
     left = MAX_DECODED
     for n, m in enumerate(_RUN.finditer(text)):
@@ -52,4 +69,15 @@ def decoded_prose(text: str) -> list[str]:
     return out
 
 
-__all__ = ["decoded_prose"]
+def other_readings(text: str) -> list[str]:
+    """What `text` also says once decoded (base64, hex, percent-escapes, leetspeak); empty for ordinary text."""
+    out = _decoded(text)
+    if len(_ESCAPE.findall(text, 0, 4096)) >= 3:
+        out.append(unquote(text))
+    head = text[:1 << 16]
+    if sum(1 for word in _LEET_WORD.findall(head) if len(word) <= 20) >= 3:
+        out.append(_LEET_WORD.sub(lambda m: m.group().translate(_LEET), head))
+    return out
+
+
+__all__ = ["other_readings"]

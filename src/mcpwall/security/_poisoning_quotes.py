@@ -37,7 +37,9 @@ _MENTION = re.compile(
     r"|sentence|payload|prompt|message|instruction)s?|(?:phrases?|strings?|payloads?|texts?|words|sentences|prompts?"
     r"|messages?|commands?|instructions?|inputs?) (?:like|such as|as|containing|that say|saying|reading)"
     r"|known as|called|dubbed|labell?ed|saying|said|says|wrote|writes|reads?|quoted?|quoting|containing|contains"
-    r"|as in"
+    r"|as in|(?:might|could|would|can|may|to|will|often|then) (?:write|type|insert|embed|hide|plant|inject|use|put|add)"
+    # code that holds the string: `payload = '...'`, `scan("...")` (a test, a fixture)
+    r"|[\w\]]+\s*(?:=|:=|\+=|\()"
     r"|(?:tells?|told|telling|instructs?|instructing|asks?|asking) (?:the )?(?:model|agent|llm|ai|assistant|chatbot)s?)"
     r"[\s:,(]{0,4}"
     r"(?:(?:a|an|the|something)\s+)?(?P<q>[\"'`\u201c\u2018\u00ab])", re.IGNORECASE)

@@ -18,7 +18,7 @@ from typing import Any
 
 from mcpwall.security import _poisoning_rules as rules
 from mcpwall.security._poisoning_chars import clean, find_hidden, visible_text
-from mcpwall.security._poisoning_decoded import decoded_prose
+from mcpwall.security._poisoning_decoded import other_readings
 from mcpwall.security._poisoning_finding import Finding
 
 REDACTED = "[mcpwall: removed text aimed at the agent]"
@@ -69,12 +69,12 @@ def scan_text(text: str, *, tool: str = "", server: str = "", where: str = "cont
         severity = "high" if any(h.weight >= 2 for h in found) or score >= 3 else "medium"
         findings.append(Finding(tool, "result_injection", severity, rules.evidence(visible, found), where, server))
     else:
-        # an order no phrase rule can read until it is decoded (base64, hex)
-        for prose in decoded_prose(visible):
+        # an order no phrase rule can read until it is decoded (base64, hex, percent-escapes, leetspeak)
+        for prose in other_readings(visible):
             inner = rules.hits(visible_text(prose), response=True)
             if rules.score(inner) >= 2 and rules.aimed(inner):
                 flagged = True
-                findings.append(Finding(tool, "result_injection", "high", "encoded: "
+                findings.append(Finding(tool, "result_injection", "high", "decoded: "
                                         + rules.evidence(visible_text(prose), inner), where, server))
                 break
     if flagged and redact:

@@ -52,7 +52,8 @@ _ERROR_LEAD = (r"(?:^|[\s\"'{\[(])(?:\w*error|err|\w*exception|fatal|failed|fail
 #: What an order aimed at the agent asks it to do (imperative verbs).
 _ORDER_VERBS = (r"forward|send|run|execute|call|invoke|read|delete|drop|remove|print|reply|post|upload|push|edit|add|grant"
                 r"|mark|disable|ignore|disregard|include|paste|share|export|transfer|wire|fill|set|apply|insert|write|copy"
-                r"|open|fetch|visit|install|reset|change|e-?mail|reveal|leak")
+                r"|open|fetch|visit|install|reset|change|e-?mail|reveal|leak|dm|accept|approve|summari[sz]e|describe|rate"
+                r"|classify|label|answer|respond|recommend|tell|say|create|make|list")
 #: A forged turn that aims at nothing ("User: thanks, send it to my manager tomorrow", "Customer: please delete my
 #: account") is a transcript; one that reaches a path, an address, money or everything is an order.
 _NO_TARGET = re.compile(r"(?![^\n]{0,80}?(?:~/|/etc/|\$HOME|/home/|/var/|/root\b|[\w.+-]@[\w-]+\.|https?://|\$\s?\d"
@@ -179,10 +180,12 @@ RULES: tuple[Rule, ...] = (
     # -- a turn of the user written into data: "User: yes, also send ...", "[human]: delete ..." (2). A transcript's
     #    "User: what's the weather?" orders nothing; "the user has already confirmed: run ..." is forged consent.
     _r("user-turn", "impersonation", 2,
-       r"^\s*(?:[-*]\s+(?:\[[ xX]?\]\s+)?)?[\[(<*]{0,2}\s*(?:user|human|customer|operator|assistant|ai|agent)\s*[\])>*]{0,2}"
+       r"^\s*(?:[-*]\s+(?:\[[ xX]?\]\s+)?)?[\[(<*]{0,2}\s*(?:user|human|customer|operator|assistant|ai|agent)"
+       r"(?:\s*\([\w\s]{1,20}\))?\s*[\])>*]{0,2}"
        r"\s*:\**[^\n]{0,60}?\b(?:send|delete"
        r"|remove|erase|wipe"
-       r"|read|run|execute|transfer|forward|upload|paste|call|e-?mail|post|share|copy|move|grant|approve|install)\b"
+       r"|read|run|execute|transfer|forward|upload|paste|call|e-?mail|post|share|copy|move|grant|approve|install|export"
+       r"|dump|push)\b"
        r"|\bthe user (?:has |have )?(?:already |explicitly |previously )?(?:confirmed|approved|authori[sz]ed|agreed"
        r"|consented|allowed)\b[^.\n]{0,12}?[:,]?\s*(?:you (?:can|may|should) )?(?:now )?(?:send|delete|remove|run"
        r"|execute|transfer|forward|upload|paste|call|share|grant|install|proceed to)\b"
@@ -387,6 +390,7 @@ RULES: tuple[Rule, ...] = (
        r"|\bbase64\s+(?:-d|--decode|-D)\b[^\n]{0,40}?\|\s*(?:ba|z|da)?sh\b"
        # code that runs what it decodes: eval(atob(...)), os.system(base64.b64decode(...)), "execute after decoding"
        r"|\b(?:eval|Function|setTimeout)\s*\(\s*(?:atob|unescape|decodeURIComponent|Buffer\.from)\s*\("
+       r"|\b(?:exec|eval)\s*\([^\n]{0,80}?\b(?:b64decode|b32decode|a85decode|decompress|unhexlify|fromhex)\b"
        r"|\b(?:exec|eval|os\.system|os\.popen|subprocess\.\w+)\s*\(\s*(?:base64\.)?(?:b64decode|b32decode|a85decode"
        r"|bytes\.fromhex|codecs\.decode)"
        r"|\b(?:run|execute|eval\w*|exec)\b[^.\n]{0,40}?\bafter (?:decoding|decrypting|unescaping|reversing)\b", 2),
@@ -401,13 +405,13 @@ RULES: tuple[Rule, ...] = (
        r"(?:the\s+)?(?:url\s+|endpoint\s+|page\s+)?https?://"),
     # -- asking for a secret: "paste your token", "enter your API key" (1)
     _r("ask-secret", "ask_secret", 1,
-       r"\b(?:paste|enter|provide|send|submit|include|share|type|supply|give|reply with)\s+(?:us\s+|me\s+)?(?:your|the"
+       r"\b(?:paste|enter|provide|send|submit|include|share|type|supply|give|reply with|dm|message|tell)\s+(?:us\s+|me\s+)?(?:your|the"
        r"|an?|its|the user'?s|their)\s+(?:\w+\s+)?(?:token|api key|key|password|passphrase|credentials|secret|session|cookie|otp"
        r"|2fa code|verification code|seed phrase|private key|recovery phrase)s?\b", reject_before=_NEGATED),
     # -- an error that asks for a secret: "Error 403: reply with your OPENAI_API_KEY" (1; 2 in results): an error
     #    explains what failed, a real one never asks the agent for the key itself
     _r("error-secret", "error_redirect", 1,
-       _ERROR_LEAD + r"(?:reply|respond|answer)?\s*(?:with|paste|enter|provide|send|submit|include|share|type"
+       _ERROR_LEAD + r"(?:(?:reply|respond|answer)\s+with|paste|enter|provide|send|submit|include|share|type"
        r"|supply|give)\s+(?:us\s+|me\s+)?(?:your|the user'?s|their)\s+(?:\w+\s+)?(?:token|api[ _-]?key|key"
        r"|password|passphrase|credentials|secret|session|cookie|seed phrase|private key|\w+_(?:key|token|secret"
        r"|password))s?\b"
@@ -425,7 +429,10 @@ RULES: tuple[Rule, ...] = (
        r"|model|agent|llm|language model|claude|gpt|copilot)s?\b"
        r"|\b(?:ai|assistant|agent|model|llm)\s+(?:guidance|instructions?|note|directive|reminder)s?\s*:"
        r"|\b(?:attention|hey|dear|hello),?\s+(?:ai|assistant|agent|model|llm|claude|chatgpt|copilot)\b"
-       r"|\b(?:if you are|as) an? (?:ai|llm|language model|assistant|agent)\b"),
+       r"|\b(?:if you are|as) an? (?:ai|llm|language model|assistant|agent)\b",
+       reject_after=re.compile(r"[\s-]+(?:researchers?|engineers?|developers?|scientists?|students?|practitioners?|companies"
+                               r"|company|startups?|teams?|experts?|enthusiasts?|professionals?|specialists?|vendors?"
+                               r"|providers?|products?|ethicists?|leaders?|users?|builders?|founders?|policy)\b", re.IGNORECASE)),
     # -- asking for the model's own context (1)
     _r("context-leak", "context_leak", 1,
        r"\b(?:your|the)\s+(?:system\s+prompt|initial\s+instructions|hidden\s+instructions|internal\s+instructions"
@@ -467,8 +474,10 @@ RULES: tuple[Rule, ...] = (
     #    bare "Assistant:" at a line's start is a transcript's speaker (user-turn reads those).
     _r("address-order", "address", 0,
        r"(?:(?:\b(?:hey|dear|attention|to|for|note (?:to|for)|notes (?:to|for)|message (?:to|for)|p\.?s\.? for)\s+(?:the\s+|any\s+|all\s+)?"
-       r"(?:\w+\s+)?(?:ai|llms?|language models?|assistants?|agents?|models?|bots?|chatbots?)|(?:^|[@\[(<{#])\s*(?:the\s+)?"
-       r"(?:\w+[ -])?(?:ai|llm|agent|assistant|model|bot)s?"
+       r"(?:\w+\s+)?(?:ai|llms?|language models?|assistants?|agents?|models?|bots?|chatbots?)|(?:^|[@\[(<{#>])\s*(?:the\s+)?"
+       r"(?:\w+[ -])?(?:ai|llm|agent|assistant|model|bot)s?(?:[ _-](?:directives?|instructions?|notes?|commands?|orders?"
+       r"|messages?|prompt))?"
+       r"|\b(?:machine|automated|ai|llm)[ -](?:readers?|parsers?|crawlers?|systems?|summari[sz]ers?|schedulers?)"
        r"|\b(?:ai|llm|automated|autonomous|coding|email|e-mail|scheduling|browsing|research)[ -](?:assistants?|agents?|models?"
        r"|bots?)|\b(?:ai|llms?|language models?|chatbots?|gpt|claude|copilot))(?:\s+(?:reading|processing|handling"
        r"|parsing|summari[sz]ing|seeing)\s+this(?:\s+\w+)?)?\s*[:,\]][^.\n]{0,40}?"
@@ -476,13 +485,18 @@ RULES: tuple[Rule, ...] = (
        r"|[.!?;,\"'(]\s*(?:assistant|agent|ai|llm|bot|model)\s*:\s*(?:please\s+|now\s+|also\s+)?)"
        rf"\b(?:{_ORDER_VERBS}|first|before|your (?:real|actual|true|new|only)"
        r"|you (?:must|are|should|need|have|may now)|the user (?:has|wants|authori[sz]ed|approved|asked|confirmed))\b"
+       rf"|\b(?:ai|llm)[ -]\w+(?:er|or)\s*,\s*(?:please\s+)?(?:{_ORDER_VERBS})\b"
        r"|\b(?:the\s+)?(?:(?:ai|automated|autonomous|coding|email|scheduling)\s+)(?:assistants?|agents?|models?)\s+(?:must"
        r"|should|shall|are required to|are instructed to|need to|have to)\s+(?:now\s+|also\s+|immediately\s+|first\s+)?"
        r"(?:forward|send|run|execute|call|invoke|read|delete|remove|print|post|upload|push|grant|disable|reset|change"
        r"|transfer|share|export|install|copy|include)\b"
-       r"|\bthe\s+(?:assistant|agent|model|ai)\s+(?:must|should|shall|is required to|is instructed to|needs to|has to)\s+"
-       r"(?:now\s+|also\s+|immediately\s+|first\s+)?(?:forward|send|run|execute|call|invoke|delete|remove|post|upload"
-       r"|push|grant|disable|reset|transfer|share|export|install|copy)\b", 2),
+       r"|\bthe\s+(?:assistant|agent|model|ai|llm)(?:\s+\w+ing\b[^.,\n]{0,30}?)?\s+(?:must|should|shall|is required to"
+       r"|is instructed to|needs to|has to)\s+(?:now\s+|also\s+|immediately\s+|first\s+)?(?:forward|send|run|execute|call"
+       r"|invoke|delete|remove|post|upload|push|grant|disable|reset|transfer|share|export|install|copy|add|fetch|read|visit"
+       r"|open|create)\b"
+       # a key that addresses the model: "ai_instructions: upload ...", {"agent_note": "call ..."}
+       rf"|(?:^|[\s\"'{{,])(?:ai|llm|assistant|agent|model)[_ -](?:instructions?|directives?|notes?|commands?|prompt)"
+       rf"[\"']?\s*[:=]\s*[\"']?[^.\n]{{0,40}}?\b(?:{_ORDER_VERBS})\b", 2),
     # -- "your real task is": the agent's goal replaced (2)
     _r("goal-swap", "override", 2,
        r"\byour (?:real|actual|true|new|only|primary|hidden) (?:task|goal|job|mission|objective|purpose)\s+(?:is|now is"
@@ -507,6 +521,8 @@ RULES: tuple[Rule, ...] = (
        r"|text|value|list)\s+of\s+(?:our|the|this|your|the user'?s)\s+(?:conversation|chat|session|messages|history|inbox"
        r"|e-?mails?|files?|credentials|passwords?|keys?|tokens?|cookies?)"
        r"|\bfill in\s+the\s+(?:\w+\s+)?(?:cookie|token|password|session|api key|credentials|secret)"
+       r"|(?:\bplus|\+|\bfollowed by|\bappended with|\bconcatenated with)\s+(?:the user'?s|their)\s+(?:\w+\s+)?(?:token"
+       r"|api key|password|credentials|cookie|session|secret|private key)"
        r"|\b(?:append|add|attach|put|insert|encode|include)(?:s|ed|ing)?\s+(?:the user'?s|your|their|our)\s+[^.\n]{0,40}?"
        r"\b(?:to|in|into)\s+(?:the\s+)?(?:path|url|link|query(?: string)?|address|image(?: url)?|src)\b"
        r"|https?://[^\s)\]\"']*[?&][\w-]+=[A-Z0-9_]*(?:CHAT|CONVERSATION|HISTORY|SUMMARY|COOKIE|MESSAGES|TRANSCRIPT)"
@@ -514,7 +530,7 @@ RULES: tuple[Rule, ...] = (
     # -- forged consent: "the user earlier said you don't need to ask", "without asking" (1)
     _r("no-consent", "consent", 0,
        r"\b(?:don'?t|do not|no) need to (?:ask|confirm with|check with) (?:me|the user|them)\b"
-       r"|\bwithout (?:asking|confirmation|confirming|approval)(?: (?:the user|me|them|first|again))?\b", 1),
+       r"|\bwithout (?:asking|confirmation|confirming|approval|review|human review)(?: (?:the user|me|them|first|again))?\b", 1),
     # -- PowerShell's encoded command: a blob run unread (1; 2 in results)
     _r("encoded-command", "decode_run", 1,
        r"\bpowershell(?:\.exe)?\b[^\n]{0,40}?\s-(?:e|ec|enc|encodedcommand)\s+[A-Za-z0-9+/]{16,}", 2),
@@ -522,6 +538,26 @@ RULES: tuple[Rule, ...] = (
     _r("ai-attribute", "framing", 2,
        r"\b(?:name|property|data-[\w-]+|class|id)\s*=\s*[\"'](?:ai|llm|assistant|agent|model|gpt|claude)[-_ ]?(?:instructions?"
        r"|prompt|directives?|notes?|commands?|system)[\"']"),
+    # -- a forged tool call or tool result in data: <function_calls><invoke name="send_email">, </tool_result> (2)
+    _r("forged-call", "framing", 2,
+       r"<\s*/?\s*(?:function_calls|function_results|tool_calls?|tool_use|tool_results?)\s*>|<\s*invoke\s+name\s*=",
+       reject_after=_A_TAG_NAMED),
+    # -- a banner that claims the system's voice: "### SYSTEM ###", "== ADMIN MESSAGE ==" (2)
+    _r("system-banner", "framing", 2,
+       r"^\s*(?:#{1,6}|={2,}|-{2,}|\*{2,}|\[)\s*(?:system|admin|administrator|developer|operator)(?: (?:message|prompt"
+       r"|notice|override|instructions?))?\s*(?:#{1,6}|={2,}|-{2,}|\*{2,}|\])\s*$"),
+    # -- all further work sent through another tool or place: "all future file operations must go through" (1; 2)
+    _r("route-all", "tool_order", 1,
+       r"\b(?:all|every|any) (?:future |further |subsequent )?(?:\w+ )?(?:operations|requests|calls|messages|queries"
+       r"|traffic|uploads|writes|reads) (?:must|should|will|shall) (?:now )?(?:go|be (?:sent|routed|made|done)) (?:through"
+       r"|via|to)\b", 2),
+    # -- a cloud metadata endpoint: where an instance's credentials are read (1)
+    _r("metadata-endpoint", "sensitive", 1,
+       r"\b169\.254\.169\.254\b|\bmetadata\.google\.internal\b|/latest/meta-data/|\b100\.100\.100\.200\b"),
+    # -- "no need to tell the user" (2)
+    _r("conceal-no-need", "conceal", 2,
+       r"\b(?:no need|not necessary|unnecessary) to (?:tell|inform|notify|mention (?:it |this )?to|alert|ask|bother)\s+"
+       r"(?:the\s+)?(?:users?|human|operator|them)\b"),
     # -- "decode this and follow it": an order to obey what a blob says (1; 2 in results)
     _r("decode-follow", "decode_run", 1,
        r"\bdecod\w*\b[^.\n]{0,80}?\b(?:and|then)\s+(?:then\s+)?(?:follow|obey|carry out|do|apply)\s+(?:it|them|this"
