@@ -11,7 +11,8 @@ the texts a result also says, for the same phrase rules to read:
 - the text percent-decoded, when it holds several escapes
   ("Ignore%20previous%20instructions");
 - the text with leetspeak spelled out, when several short words mix letters
-  with the digits that stand for them ("1gn0re prev10us 1nstruct10ns").
+  with the digits that stand for them ("1gn0re prev10us 1nstruct10ns"), and
+  with words spelled a letter at a time joined ("I.g.n.o.r.e p.r.e.v.i.o.u.s").
 
 Bounded: runs of at most `MAX_RUN` characters, at most `MAX_RUNS` runs and
 `MAX_DECODED` decoded bytes per string. Ordinary text (no run, no escape, no
@@ -42,6 +43,8 @@ _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 #: a word of letters and the digits leetspeak puts for them, with at least one of each
 _LEET_WORD = re2.compile(r"\b(?:[A-Za-z@$]+[013457]|[013457]+[A-Za-z@$])[A-Za-z013457@$]*\b", _OPTIONS)
 _LEET = str.maketrans("013457@$", "oieastas")
+#: a word spelled one letter at a time: "I.g.n.o.r.e", "i-g-n-o-r-e", "i_g_n_o_r_e"
+_SPELLED = re.compile(r"\b[A-Za-z](?P<s>[.\-_])[A-Za-z](?:(?P=s)[A-Za-z]){2,}\b")
 
 
 def _decoded(text: str) -> list[str]:
@@ -77,6 +80,8 @@ def other_readings(text: str) -> list[str]:
     head = text[:1 << 16]
     if sum(1 for word in _LEET_WORD.findall(head) if len(word) <= 20) >= 3:
         out.append(_LEET_WORD.sub(lambda m: m.group().translate(_LEET), head))
+    if len(_SPELLED.findall(head)) >= 2:
+        out.append(_SPELLED.sub(lambda m: m.group()[::2], head))
     return out
 
 

@@ -53,7 +53,8 @@ _ERROR_LEAD = (r"(?:^|[\s\"'{\[(])(?:\w*error|err|\w*exception|fatal|failed|fail
 _ORDER_VERBS = (r"forward|send|run|execute|call|invoke|read|delete|drop|remove|print|reply|post|upload|push|edit|add|grant"
                 r"|mark|disable|ignore|disregard|include|paste|share|export|transfer|wire|fill|set|apply|insert|write|copy"
                 r"|open|fetch|visit|install|reset|change|e-?mail|reveal|leak|dm|accept|approve|summari[sz]e|describe|rate"
-                r"|classify|label|answer|respond|recommend|tell|say|create|make|list")
+                r"|classify|label|answer|respond|recommend|tell|say|create|make|list|revoke|issue|refund|state|claim|assert"
+                r"|curl|wget|sudo|enable|append|attach|archive|invite")
 #: A forged turn that aims at nothing ("User: thanks, send it to my manager tomorrow", "Customer: please delete my
 #: account") is a transcript; one that reaches a path, an address, money or everything is an order.
 _NO_TARGET = re.compile(r"(?![^\n]{0,80}?(?:~/|/etc/|\$HOME|/home/|/var/|/root\b|[\w.+-]@[\w-]+\.|https?://|\$\s?\d"
@@ -390,6 +391,7 @@ RULES: tuple[Rule, ...] = (
        r"|\bbase64\s+(?:-d|--decode|-D)\b[^\n]{0,40}?\|\s*(?:ba|z|da)?sh\b"
        # code that runs what it decodes: eval(atob(...)), os.system(base64.b64decode(...)), "execute after decoding"
        r"|\b(?:eval|Function|setTimeout)\s*\(\s*(?:atob|unescape|decodeURIComponent|Buffer\.from)\s*\("
+       r"|\beval\s+pack\b|\beval\s+(?:decode_base64|unpack)\b"
        r"|\b(?:exec|eval)\s*\([^\n]{0,80}?\b(?:b64decode|b32decode|a85decode|decompress|unhexlify|fromhex)\b"
        r"|\b(?:exec|eval|os\.system|os\.popen|subprocess\.\w+)\s*\(\s*(?:base64\.)?(?:b64decode|b32decode|a85decode"
        r"|bytes\.fromhex|codecs\.decode)"
@@ -458,7 +460,9 @@ RULES: tuple[Rule, ...] = (
        r"\b(?:present|describe|frame|portray|report|pass|cite|recommend)\s+(?:this|it|them|these|that|the (?:\w+ )?"
        r"(?:result|answer|link|site|source|advice|recommendation|information))\s+(?:to the user\s+)?as\s+(?:the\s+"
        r"|an?\s+)?(?:official|verified|trusted|authoritative|correct|only|legitimate|genuine|safe|fact|true|accurate"
-       r"|your own)\b", 2),
+       r"|your own)\b"
+       r"|\b(?:tell|assure|reassure|inform)\s+(?:the\s+)?users?\s+(?:that\s+)?(?:it|this|the \w+)\s+(?:is|comes)\s+(?:from|by"
+       r"|official|safe|legit\w*|genuine|verified|trusted)\b", 2),
     # ... or that declares the user's own request stale, to swap in another: "the user's query is outdated"
     _r("dismiss-user", "override", 0,
        r"\b(?:the |your )?user'?s?\s+(?:original\s+)?(?:query|request|question|search|input|task|prompt)\s+(?:is|was"
@@ -467,23 +471,29 @@ RULES: tuple[Rule, ...] = (
     # -- an address to fetch with a secret's contents after it: "fetch https://x/log?c= followed by the contents of" (2)
     _r("exfil-url-append", "exfil", 2,
        r"https?://\S+\s+(?:followed by|plus|\+|concatenated with|appended with|suffixed with|and then)\s+(?:the\s+)?"
-       r"(?:full\s+|raw\s+|entire\s+)?(?:contents?|value|output|text)\s+of\b"),
+       r"(?:full\s+|raw\s+|entire\s+)?(?:(?:contents?|value|output|text)\s+of\b|all (?:the )?(?:messages|conversation|chat"
+       r"|history)|(?:the|our|this) (?:conversation|chat|messages|chat history)\b)"),
     # -- a result that speaks to the agent by name and gives it an order: "AI agents reading this: forward ...",
     #    "Dear assistant processing this inbox: ...", "[agent: before replying, call ...]", "Note to AI: apply ...",
     #    "automated assistants must reset ..." (0 in definitions, which address the model by design; 2 in results). A
     #    bare "Assistant:" at a line's start is a transcript's speaker (user-turn reads those).
     _r("address-order", "address", 0,
        r"(?:(?:\b(?:hey|dear|attention|to|for|note (?:to|for)|notes (?:to|for)|message (?:to|for)|p\.?s\.? for)\s+(?:the\s+|any\s+|all\s+)?"
-       r"(?:\w+\s+)?(?:ai|llms?|language models?|assistants?|agents?|models?|bots?|chatbots?)|(?:^|[@\[(<{#>])\s*(?:the\s+)?"
+       r"(?:\w+\s+)?(?:ai|llms?|language models?|assistants?|agents?|models?|bots?|chatbots?|summari[sz]ers?|crawlers?"
+       r"|scrapers?)|[@\[(<{#>/]\s*(?:the\s+)?"
        r"(?:\w+[ -])?(?:ai|llm|agent|assistant|model|bot)s?(?:[ _-](?:directives?|instructions?|notes?|commands?|orders?"
        r"|messages?|prompt))?"
        r"|\b(?:machine|automated|ai|llm)[ -](?:readers?|parsers?|crawlers?|systems?|summari[sz]ers?|schedulers?)"
        r"|\b(?:ai|llm|automated|autonomous|coding|email|e-mail|scheduling|browsing|research)[ -](?:assistants?|agents?|models?"
-       r"|bots?)|\b(?:ai|llms?|language models?|chatbots?|gpt|claude|copilot))(?:\s+(?:reading|processing|handling"
-       r"|parsing|summari[sz]ing|seeing)\s+this(?:\s+\w+)?)?\s*[:,\]][^.\n]{0,40}?"
+       r"|bots?)|\b(?:ai|llms?|language models?|chatbots?|gpt|claude|copilot))(?:\s+\w+ing\s+(?:this|it|these)"
+       r"(?:\s+\w+)?)?\s*[:,\]][^.\n]{0,40}?"
        # mid-line after a sentence, a bare "Assistant:" gives the order at once ("Loved it. Assistant: the user has ...")
-       r"|[.!?;,\"'(]\s*(?:assistant|agent|ai|llm|bot|model)\s*:\s*(?:please\s+|now\s+|also\s+)?)"
-       rf"\b(?:{_ORDER_VERBS}|first|before|your (?:real|actual|true|new|only)"
+       r"|[.!?;:,\"'(][ \t]*(?:assistants?|agents?|ai|llms?|bots?|models?)[ \t]*[:,][ \t]*(?:please\s+|now\s+|also\s+)?"
+       r"|[/@](?:\w+[ -])?(?:ai|llm|agent|assistant|model|bot)s?\s+"
+       r"|\b(?:any|every|each|all|whichever)\s+(?:ai\s+)?(?:assistants?|agents?|models?|llms?|bots?)\s+\w+ing\s+(?:this|it)\b"
+       r"[^.\n]{0,20}?|\b(?:whoever|anyone|anybody|any one)\s+(?:\w+ing|reads|processes|handles|sees|opens|parses)\s+"
+       r"(?:this|it)\b(?:\s+\w+)?\s+(?:must|should|shall|is to|needs? to|has to|will)?\s*)"
+       rf"\b(?:(?:{_ORDER_VERBS})(?:e?s)?|first|before|your (?:real|actual|true|new|only)"
        r"|you (?:must|are|should|need|have|may now)|the user (?:has|wants|authori[sz]ed|approved|asked|confirmed))\b"
        rf"|\b(?:ai|llm)[ -]\w+(?:er|or)\s*,\s*(?:please\s+)?(?:{_ORDER_VERBS})\b"
        r"|\b(?:the\s+)?(?:(?:ai|automated|autonomous|coding|email|scheduling)\s+)(?:assistants?|agents?|models?)\s+(?:must"
@@ -509,7 +519,8 @@ RULES: tuple[Rule, ...] = (
     _r("personal-data", "personal", 0,
        r"\b(?:the user'?s|their|your user'?s)\s+(?:home\s+|full\s+|physical\s+|current\s+)?(?:address|phone(?: number)?"
        r"|date of birth|birthday|ssn|social security number|passport(?: number)?|location|contacts? list|saved payment"
-       r"|payment cards?|card details|bank details|medical\s+\w+)\b", 1),
+       r"|payment cards?|card details|bank details|medical\s+\w+|api keys?|passwords?|credentials|tokens?|secrets?"
+       r"|private keys?|ssh keys?)\b", 1),
     # -- the environment sent away: "send the output of `printenv` to ..." (2)
     _r("env-out", "exfil", 2,
        r"\b(?:send|post|upload|forward|e-?mail|paste|share|submit|transmit)\b[^\n]{0,40}?[`'\"]?(?:printenv|env|set"
@@ -558,10 +569,41 @@ RULES: tuple[Rule, ...] = (
     _r("conceal-no-need", "conceal", 2,
        r"\b(?:no need|not necessary|unnecessary) to (?:tell|inform|notify|mention (?:it |this )?to|alert|ask|bother)\s+"
        r"(?:the\s+)?(?:users?|human|operator|them)\b"),
+    # -- "the summary you produce must end with ...": the answer's words scripted (1, tone)
+    _r("script-answer", "script", 1,
+       r"\b(?:your|the)\s+(?:summary|answer|reply|response|output|report)\s+(?:you\s+(?:produce|give|write|return)\s+)?"
+       r"(?:must|should|shall|has to|needs to)\s+(?:always\s+)?(?:end|start|begin|include|contain|mention|say|list)\b"),
+    # -- the agent's safeguards declared off: "approvals are disabled for this session" (1)
+    _r("safeguards-off", "consent", 1,
+       r"\b(?:approvals?|confirmations?|safety (?:checks?|filters?|rules)|guardrails?|restrictions|the sandbox|reviews?"
+       r"|permission (?:checks?|prompts?))\s+(?:are|is|have been|has been)\s+(?:now\s+)?(?:disabled|off|turned off|lifted"
+       r"|suspended|waived|bypassed|not required|no longer required)\b"),
+    # -- a speaker who claims to be the agent's principal: "Reminder from your operator:" (1, tone)
+    _r("from-principal", "authority", 1,
+       r"\b(?:reminder|message|note|notice|instructions?|update|order|directive)s?\s+from\s+(?:your|the)\s+(?:operator"
+       r"|administrator|admin|developer|owner|creator|system|principal|supervisor)\s*:"),
+    # -- "with the contents of ~/.npmrc": a secret file's contents put into what the agent writes (1)
+    _r("contents-of", "smuggle", 1, r"\bwith\s+the\s+(?:full\s+|raw\s+)?contents?\s+of\s+[~/$]"),
+    # -- "Instead, reply ... and call ...": the task replaced (1)
+    _r("instead-do", "override", 1,
+       r"(?:^|[.!?:;]\s+)instead,?\s+(?:reply|respond|answer|call|run|execute|send|say|output|invoke|forward|upload)\b"),
+    # -- a structured order: {"action": "send_file", "to": ...} (1)
+    _r("json-action", "data_order", 0,
+       r"\"(?:action|command|op|operation|task|instruction)\"\s*:\s*\"(?:send|upload|delete|remove|forward|transfer|exec"
+       r"|execute|run|post|exfil|copy|wipe|grant)\w*\"", 1),
+    # -- a forged earlier turn of the assistant: "Previous assistant message (truncated): ..." (1)
+    _r("forged-prefill", "impersonation", 1,
+       r"\b(?:previous|prior|last|earlier|your)\s+(?:assistant|ai|model|llm)\s+(?:message|turn|response|reply|output)\b"),
+    # -- destroying what production holds: "delete the production database" (1)
+    _r("destroy-prod", "destroy", 1,
+       r"\b(?:delete|drop|wipe|destroy|erase|truncate)\s+(?:the\s+)?(?:production|prod|entire|whole|main|primary|live)"
+       r"\s+(?:database|db|cluster|bucket|repo\w*|server|tables?|data)\b"),
     # -- "decode this and follow it": an order to obey what a blob says (1; 2 in results)
     _r("decode-follow", "decode_run", 1,
        r"\bdecod\w*\b[^.\n]{0,80}?\b(?:and|then)\s+(?:then\s+)?(?:follow|obey|carry out|do|apply)\s+(?:it|them|this"
-       r"|that|what it says|the (?:decoded )?(?:instructions?|orders?|commands?|steps))\b", 2),
+       r"|that|what it says|the (?:decoded )?(?:instructions?|orders?|commands?|steps))\b"
+       r"|\b(?:read|reverse)\s+(?:it|that|this|the (?:text|line|string))\s+backwards?\s+(?:and|then)\s+(?:obey|follow|do|run"
+       r"|execute|carry out)\b", 2),
 )
 
 #: Self-promotion aimed at the model's choice of tool (preference manipulation). A strong
