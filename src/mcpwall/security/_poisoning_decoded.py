@@ -44,7 +44,8 @@ _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _LEET_WORD = re2.compile(r"\b(?:[A-Za-z@$]+[013457]|[013457]+[A-Za-z@$])[A-Za-z013457@$]*\b", _OPTIONS)
 _LEET = str.maketrans("013457@$", "oieastas")
 #: a word spelled one letter at a time: "I.g.n.o.r.e", "i-g-n-o-r-e", "i_g_n_o_r_e"
-_SPELLED = re.compile(r"\b[A-Za-z](?P<s>[.\-_])[A-Za-z](?:(?P=s)[A-Za-z]){2,}\b")
+_SPELLED = re2.compile(r"\b[A-Za-z](?:\.[A-Za-z]){3,}\b|\b[A-Za-z](?:-[A-Za-z]){3,}\b|\b[A-Za-z](?:_[A-Za-z]){3,}\b",
+                       _OPTIONS)
 
 
 def _decoded(text: str) -> list[str]:
