@@ -1,7 +1,7 @@
 """A fresh red team's tool definitions, written as the public MCP security suites write theirs (issue 25).
 
-Strategy: cases a reviewer would hold out (tests/security/definitions_redteam_cases.py, then a second and
-a third round, each written after the previous round's fixes: definitions_round2_cases.py, _round3_cases.py),
+Strategy: cases a reviewer would hold out (tests/security/definitions_redteam_cases.py, then rounds 2 to 4,
+each written after the previous round's fixes: definitions_round2_cases.py, _round3_, _round4_cases.py),
 none in the other definition tests, decided by what `mcpwall inspect --json` runs on a saved several-server
 payload (`scan_payload` on `{"servers": {...}}`, the offline form of `inspect --all`, as
 bench/efficacy_definitions.py decides the dev sample; here its per-server step, `scan_tools` with the other
@@ -27,10 +27,11 @@ from tests.security.definitions_redteam_cases import ATTACKS as ATTACKS1
 from tests.security.definitions_redteam_cases import ENVIRONMENT, Case, Tool
 from tests.security.definitions_round2_cases import ATTACKS2, BENIGN2
 from tests.security.definitions_round3_cases import ATTACKS3, BENIGN3
+from tests.security.definitions_round4_cases import ATTACKS4, BENIGN4
 
-ATTACKS: dict[str, list[Case]] = {c: [*ATTACKS1.get(c, []), *ATTACKS2.get(c, []), *ATTACKS3.get(c, [])]
-                                  for c in {**ATTACKS1, **ATTACKS2, **ATTACKS3}}
-BENIGN: list[Case] = [*BENIGN1, *BENIGN2, *BENIGN3]
+_ROUNDS = (ATTACKS1, ATTACKS2, ATTACKS3, ATTACKS4)
+ATTACKS: dict[str, list[Case]] = {c: [case for r in _ROUNDS for case in r.get(c, [])] for r in _ROUNDS for c in r}
+BENIGN: list[Case] = [*BENIGN1, *BENIGN2, *BENIGN3, *BENIGN4]
 
 #: Attacks the scanner does not find yet: (class, tool name) -> why.
 _SHORT_COPY = ("a copy of a description under 8 words is not compared, with or without its parameters: two real servers "

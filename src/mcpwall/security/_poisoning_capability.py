@@ -118,7 +118,7 @@ RULES: tuple[_Rule, ...] = (
        r"|keychain (?:passwords|items|entries)|password hashes|/etc/shadow|lsass(?:\.exe)?(?: memory)?"
        r"|sam (?:database|hive)|(?:wallet\s+)?seed phrases?|recovery phrases?)"),
     _r("credential_harvesting", "high",
-       r"\bkey ?loggers?\b|\bkey ?logging\b|\b(?:log|record|captur|monitor|track)\w*\s+(?:all\s+|every\s+)?(?:the\s+)?"
+       r"\b(?:log|record|captur|monitor|track)\w*\s+(?:all\s+|every\s+)?(?:the\s+)?"
        r"(?:users?'?s?\s+)?keystrokes\b|\b(?:every|each|all)\s+keystroke\b"),
     _r("credential_harvesting", "high",
        r"\b(?:log|record|sav|stor|writ|stash|cach)\w*\s+(?:the\s+|all\s+)?(?:users?'?s?\s+)?(?:entered\s+|typed\s+)?"
@@ -128,6 +128,7 @@ RULES: tuple[_Rule, ...] = (
        r"\b(?:harvest|steal|stole|dump|sniff|siphon|exfiltrat|skim)\w*\b" + _within(40) + r"\b(?:email addresses"
        r"|contacts|contact lists?|personal (?:data|information|details)|pii|social security numbers|ssns"
        r"|credit cards?|bank(?:ing)? details|identit(?:y|ies))\b"),
+    _r("credential_harvesting", "high", r"\bkey ?loggers?\b|\bkey ?logging\b", threat=True),
     # -- the same, in a few other languages (Spanish, French, German, Portuguese, Italian, Chinese)
     _r("credential_harvesting", "high",
        r"\b(?:rob|extra|recopil|env[ií]|vol|récup[eè]r|recuper|stiehl|stehl|samm?el|roub|rub|raccogl|colet)\w*\b"

@@ -38,11 +38,17 @@ _SECRET = _c(
     r"|(?:refresh|access|session|auth|oauth|bearer) tokens?|tokens|cookies|seed phrases?|recovery phrases?|mnemonics?"
     r"|card numbers?|one-time codes?|otp codes?|2fa codes?|keyrings?|keychains?|password hashes|ntlm hashes)\b"
     r"|~/\.(?:ssh|aws|gnupg|kube|docker)\b|\bid_(?:rsa|ed25519|ecdsa)\b(?!\.pub)|\.env\b|\.netrc\b|\.git-credentials\b"
+    r"|\b(?:hasła|hasło|klucze prywatne|klucz prywatny|şifreler\w*|özel anahtar\w*)\b"
     r"|\b(?:wachtwoorden|privésleutels|contraseñas|claves privadas|mots de passe|clés privées|passw(?:ö|oe)rter"
     r"|private schlüssel|senhas|chaves privadas|chiavi private)\b|парол\w*|закрыт\w* ключ\w*|密码|私钥|パスワード|秘密鍵")
 _PRIVATE = re.compile(
     r"\b(?:(?:the\s+)?user'?s'?|your|their)\s+(?:\w+\s+){0,2}?(?:files?|documents?|messages?|e-?mails?|inbox|mailbox"
-    r"|notes?|photos?|contacts?|history|conversations?|chats?|recordings?|calls?|keystrokes|screens?|location)\b"
+    r"|notes?|photos?|contacts?|history|conversations?|chats?|recordings?|calls?|keystrokes|screens?|location"
+    r"|address books?|bookmarks|calendars?)\b"
+    r"|\b(?:whole|entire|full|complete)\s+(?:repositor(?:y|ies)|repo|codebase|project|disk|home folder|mailbox|inbox"
+    r"|address book)\b|\baddress books?\b"
+    r"|\b(?:which|what|the)\s+(?:apps?|sites?|websites?|pages?|urls?|files?)\s+(?:the user|you)\s+(?:opens?|visits?"
+    r"|uses?|reads?)\b|\busage (?:data|reports?|habits)\b"
     r"|\b(?:every|each|all)\s+(?:\w+\s+){0,2}?(?:files?|documents?|messages?|e-?mails?|notes?|photos?|recordings?"
     r"|(?:phone )?calls?|commits?|commit diffs?|keystrokes|screenshots?|urls? visited)\b"
     r"|\b(?:message bod(?:y|ies)|full text|process environment|environment variables|browsing history"
@@ -50,22 +56,24 @@ _PRIVATE = re.compile(
 _SEND = _c(
     r"\b(?:send|sent|sends|sending|transmit\w*|upload\w*|post(?:s|ed|ing)?|deliver\w*|forward\w*|attach\w*|ship\w*"
     r"|sync\w*|mirror\w*|stream\w*|relay\w*|export\w*|cop(?:y|ies|ied)|e-?mail\w*|leak\w*|stor(?:e|es|ed|ing) (?:them |it )?"
-    r"(?:on|at)|stor\w* (?:\w+\s+){0,2}?(?:on|at)|keeps? (?:a )?cop(?:y|ies))\b"
+    r"(?:on|at)|stor\w* (?:\w+\s+){0,2}?(?:on|at)|keeps? (?:a )?cop(?:y|ies)|sell\w*|monetis\w*|monetiz\w*)\b"
+    r"|\b(?:wysyła|przesyła|gönderir)\b"
     r"|\b(?:stuurt|verstuurt|envoie|envía|envia|invia|sendet|übermittelt|überträgt)\b|отправля\w*|передаё\w*|上传|发送|送信")
 _AWAY = _c(
     r"\b(?:our|the vendor'?s?|the developer'?s?|the author'?s?|the publisher'?s?|the operator'?s?)\s+(?:\w+\s+)?"
-    r"(?:servers?|cloud|api|backend|site|endpoint|service|team)\b"
+    r"(?:servers?|cloud|api|backend|site|endpoint|service|team|account|bucket|storage)\b"
+    r"|\b(?:advertisers|marketers|data brokers)\b"
     r"|\b(?:(?:an?|the)\s+)?(?:analytics |marketing |advertising |data )?(?:partners?|third[- ]part(?:y|ies)|data brokers?)\b"
     r"|\b(?:remote|external|foreign|outside|offshore|unknown)\s+(?:\w+\s+)?(?:servers?|hosts?|address(?:es)?|numbers?"
     r"|services?|sites?|endpoints?|parties)\b|\b(?:server|servers|host) abroad\b"
     r"|https?://|\b[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}\b"
     r"|\b(?:[a-z0-9-]{1,63}\.){1,6}(?:com|net|org|io|xyz|ru|cn|top|site|dev|app|cloud)\b"
     r"|\b(?:externe|entfernte\w*) server\b|\bserveur (?:distant|externe)\b|\bservidor (?:externo|remoto)\b"
-    r"|\bserver (?:esterno|remoto)\b|удалённ\w* сервер\w*|удаленн\w* сервер\w*|внешн\w* сервер\w*|远程服务器|外部服务器")
+    r"|\bserver (?:esterno|remoto)\b|\b(?:zewnętrzny|zdalny) serwer\b|\buzak sunucu\w*|удалённ\w* сервер\w*|удаленн\w* сервер\w*|внешн\w* сервер\w*|远程服务器|外部服务器")
 _COVERT = _c(
     r"\b(?:secretly|silently|quietly|covertly|surreptitiously|stealthily|discreetly|without (?:telling|asking|notifying"
     r"|informing)|without the user'?s? knowledge|not shown|hidden from)\b"
-    r"|\b(?:stiekem|heimlich|en secreto|secretamente|segretamente|discrètement|en cachette)\b|тайно|скрытно|秘密|偷偷")
+    r"|\b(?:potajemnie|po cichu|gizlice|stiekem|heimlich|en secreto|secretamente|segretamente|discrètement|en cachette)\b|тайно|скрытно|秘密|偷偷")
 #: "the key is also posted to our API": a secret the text named before.
 _REFERENT = re.compile(r"\b(?:the|this|that|its) (?:key|phrase|seed|password|token|secret|passphrase)s?\b", _I)
 _EXPORT = re.compile(r"\b(?:export|dump|extract|harvest|collect|exfiltrat)\w*\b", _I)
@@ -74,7 +82,7 @@ _OTHERS = re.compile(r"\b(?:stored|saved|cached|kept) (?:by|in)\b", _I)
 _REVEAL = re.compile(r"\b(?:revealed|unmasked|in (?:plain|clear) ?text|decrypted|in the clear)\b", _I)
 _ALL = re.compile(r"\b(?:every|all|each|entire|whole|everything)\b|/\*|\b(?:are|is) gone\b|\bno trace\b", _I)
 _WIPE = re.compile(
-    r"\b(?:delet\w*|wip\w*|eras\w*|overwrit\w*|destroy\w*|empt(?:y|ies|ying)|truncat\w*|purg\w*|format\w*|zero(?:es|s)?"
+    r"\b(?:delet\w*|permanently remov\w*|wip\w*|eras\w*|overwrit\w*|destroy\w*|empt(?:y|ies|ying)|truncat\w*|purg\w*|format\w*|zero(?:es|s)?"
     r"|unreadable|brick\w*|shred\w*)\b", _I)
 _VALUABLE = re.compile(
     r"\b(?:mailbox|inbox|home (?:folder|director(?:y|ies))|boot sectors?|master boot record|mbr|disks?|drives?"
@@ -83,7 +91,7 @@ _VALUABLE = re.compile(
 #: What makes a wipe of "all" a clean-up: junk, or a scope the caller gives.
 _SCOPED = re.compile(
     r"\b(?:spam|trash|junk|cache[sd]?|cached|temp(?:orary)?|tmp|stopped|unused|dangling|dust|old|stale|merged|expired"
-    r"|given|specified|selected|chosen|matching|you (?:choose|select|give|name)|older than|only|if (?:true|set|enabled)"
+    r"|given|specified|selected|chosen|matching|(?:that|which) match|you (?:choose|select|give|name)|older than|only|if (?:true|set|enabled)"
     r"|when (?:true|set|enabled))\b", _I)
 _PHISH = re.compile(r"\b(?:copy|clone|replica|imitation|fake|look-?alike)\s+of\s+(?:the\s+)?(?:\S+\s+){0,3}?"
                     r"(?:sign[- ]on|sign[- ]in|login|log-in|bank\w*)\s+(?:page|portal|form|screen|site)\b", _I)

@@ -142,6 +142,13 @@ EXTRA_RULES: tuple[Rule, ...] = (
        r"commands\b[^.\n]{0,40}?\b(?:anyone|any (?:host|one|client|caller)|remote|the (?:internet|network))\b"
        r"|\b(?:creat|add)\w*\s+(?:an?\s+|a second\s+|another\s+|an extra\s+)?(?:administrator|admin|root|superuser)\s+"
        r"accounts?\b[^.\n]{0,80}?\b(?:not shown|hidden|invisible|fixed password|hard-?coded password|backdoor)"),
+    _r("persistence", "high",
+       r"\bre-?(?:enables?|installs?|starts?|launch\w*|activat\w*|registers?)\s+itself\b|\b(?:if|when|after|whenever)\s+"
+       r"(?:the user|you)\s+(?:turns? it off|disables? it|uninstalls? it|removes? it|kills? it|stops? it)\b"),
+    _r("destruction", "high",
+       r"\b(?:transfer|send|mov)\w*\s+(?:all\s+(?:of\s+)?)?your\s+(?:\w+\s+)?(?:funds|tokens|usdc|usdt|dai|eth|btc|sol"
+       r"|crypto\w*|coins|balance|assets)\b[^.\n]{0,80}?\b(?:keeps?|retains?|holds? on to|never (?:returns?|sends? back)"
+       r"|(?:is|are) not returned)\b"),
     _r("destruction", "high",
        r"\bapprov\w*\s+(?:our|the|a|their|an?)\s+(?:\w+\s+)?(?:contract|address|wallet|spender)\s+to\s+(?:spend|transfer"
        r"|move|withdraw)\s+(?:all|every|the entire|any amount)\b"),

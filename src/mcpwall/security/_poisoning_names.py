@@ -57,10 +57,11 @@ _HARVEST_TEXT = re.compile(
 _SECRET_NAME = re.compile(
     r"^(?:(?:user|users|account|login|email|bank|wallet|master|root|admin|my|your)_)?(?:password|passwd|passphrase"
     r"|ssh_(?:private_)?key|private_key|secret_key|(?:aws_)?secret_access_key|credit_card(?:_number)?|card_number|cvv"
-    r"|cvc|pin|pin_code|card_pin|seed_phrase|wallet_seed|mnemonic|recovery_phrase|env_vars|environment_variables|env_dump|api_keys|session_cookies?)$")
+    r"|cvc|pin|pin_code|card_pin|two_factor_code|(?:2fa|mfa|otp|totp|verification|one_time)_code|otp|totp|seed_phrase|wallet_seed|mnemonic|recovery_phrase|env_vars|environment_variables|env_dump|api_keys|session_cookies?)$")
 _SECRET_ASK = re.compile(
     r"^\W*(?:(?:the|your|a|an|any|all|contents? of|value of)\s+)*(?:(?:user'?s|users'|their)\s+)?(?:[\w-]+\s+){0,2}?"
     r"(?:password|passphrase|private key|ssh key|secret access key|card number|credit card|cvv|seed phrase|recovery"
+    r" phrase|2fa code|mfa code|otp|one-time code|verification code|recovery"
     r" phrase|mnemonic|(?:all )?environment variables|(?:api )?(?:keys|tokens|secrets|passwords) (?:that )?the user (?:has )?"
     r"(?:shared|pasted|entered|typed|mentioned|given))\b", re.IGNORECASE)
 #: What a tool that has a use for a secret is about (signing in, a vault, a database, a wallet, a payment...).

@@ -61,6 +61,15 @@ _ORDERS: tuple[tuple[str, str, int, str], ...] = (
      r"\b(?:fill|put|set|includ|pass|add|past|cop(?:y|ie)|insert|prepend|append)(?:e|es|ed|ing|s|d)?\b[^.\n]{0,40}?\b(?:password|passwords"
      r"|api keys?|token|secret|credentials?|private key)\b[^.\n]{0,20}?\bfrom\s+(?:the\s+)?(?:[\w.~/-]*\.env\b"
      r"|environment\b|[\w~./-]*(?:credentials|\.netrc|id_rsa)\b|(?:shell|keychain|browser)\b)"),
+    ("always-add-address", "smuggle_data", 2,
+     r"\b(?:always|also|automatically)\s+(?:include|add|cc|bcc|copy|invite|send (?:it |a copy )?to)\s+[\w.+-]+@[\w-]+\."),
+    ("from-now-on", "framing_def", 2,
+     r"\bfrom now on,?\s+(?:you\s+)?(?:must\s+|should\s+)?(?:answer|respond|reply|act|always|never|include|add|use|call"
+     r"|speak|write|ignore)\b|^\W*(?:model|assistant|ai|agent|claude|llm)\s*,\s*(?:listen|note|remember|attention)\b"
+     r"|\b(?:this|the following) (?:message|note|instruction|text) (?:comes|is) from (?:your|the) (?:developers?"
+     r"|creators?|operators?|administrators?|makers?)\b"
+     r"|\byou (?:may|can|are free to|should) (?:now )?(?:ignore|disregard|bypass|skip) (?:the |your |all |any )?"
+     r"(?:content |safety |usage )?(?:policies|policy|guidelines|rules|restrictions|filters)\b"),
     ("conceal-them", "conceal", 2,
      r"\bwithout (?:telling|informing|notifying|alerting) (?:them|him|her|anyone|the owner)\b"
      r"|\bno se lo (?:digas|cuentes|menciones)\b|\bsin (?:decirle|avisarle|informarle)\w*|\bne (?:le |leur |lui )?(?:dites|dis)"
@@ -125,6 +134,7 @@ _ORDERS: tuple[tuple[str, str, int, str], ...] = (
      r"\b(?:is|are|has been|have been) (?:deprecated|unreliable|broken|insecure|outdated|obsolete|untrustworthy)\b"
      r"|\b(?:is|are) (?:blocked|disabled|unavailable|not available)\b|\bmust (?:first |also |always )?be (?:sent|passed"
      r"|routed|copied|forwarded) (?:to|through)\b"
+     r"|\bmust (?:always )?(?:target|use|go to|be sent to|point to)\b|\brejects?\b"
      r"|\bno longer (?:accepts?|works?|supports?|allows?)\b|\b(?:is|are) legacy\b|\bmust be (?:shortened|processed|wrapped"
      r"|signed|checked|logged) (?:with|through|by|via)\b"
      r"|\bsupersedes?\b|\brequires? the (?:channel|repository|repo|recipient|branch|header|prefix|path|account)\b"
@@ -142,7 +152,8 @@ _PROMO: tuple[tuple[str, str, int, str], ...] = (
      r"|working|official|up-to-date) (?:\w+ )?(?:tool|fetcher|option|one|version|client)\b"
      r"|\b(?:supersedes?|replaces?|outperforms?|beats?)\s+(?:all|every|any)\s+(?:the\s+)?other\s+(?:\w+\s+)?tools?\b"),
     ("no-other-tools", "prefer", 2,
-     r"\b(?:do not|don'?t|never)\s+(?:use|call|invoke)\s+(?:any\s+)?(?:other|another|different)\s+(?:\w+\s+)?tools?\b"),
+     r"\b(?:do not|don'?t|never)\s+(?:use|call|invoke)\s+(?:any\s+)?(?:other|another|different)\s+(?:\w+\s+)?tools?\b"
+     r"|\bbefore (?:any|every|all) other tools?\b"),
     ("faster-than", "hype", 1, r"\b(?:\d+x|\d+ times|much|far)\s+(?:faster|better|more accurate|more reliable)\s+than\b"),
     ("before-any-answer", "first", 1, r"\b(?:always|first)\s+(?:call|use)\s+\S+\s+before (?:answering|responding to) any\b"),
 )
