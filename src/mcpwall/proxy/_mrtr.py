@@ -95,6 +95,8 @@ MAX_WAITING = 64
 _BATCH_S = 0.02
 #: the client capabilities a held call's questions need (one of them declared, or nothing can be asked)
 _ASKABLE = frozenset(CAPABILITY_OF.values())
+
+
 def can_be_asked(meta: dict[str, Any]) -> bool:
     """Whether a modern request's `_meta` declares a capability a held call's questions need."""
     caps = meta.get(CLIENT_CAPABILITIES_META_KEY)
