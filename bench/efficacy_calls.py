@@ -29,7 +29,10 @@ from click.testing import CliRunner  # noqa: E402
 
 from mcpwall.cli import cli  # noqa: E402
 
-DEFAULT_CASES = ROOT.parent / "shared" / "efficacy" / "dev.jsonl"
+sys.path.insert(0, str(ROOT / "bench"))
+from efficacy_sample import default_cases  # noqa: E402
+
+DEFAULT_CASES = default_cases()
 #: A weekday noon: the business-hours allow rule is in force (the harder case for detection).
 NOW = "2026-12-02T12:00:00"
 

@@ -32,7 +32,10 @@ from click.testing import CliRunner
 from mcpwall.cli import cli
 from mcpwall.security.poisoning import scan_result, scan_tools
 
-DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "efficacy" / "dev.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from efficacy_sample import default_cases
+
+DEFAULT = default_cases()
 GOALS = {"definitions_detected": 0.95, "definitions_false_positive": 0.01, "responses_detected": 0.95,
          "responses_false_positive": 0.02}
 _RUNNER = CliRunner()

@@ -23,7 +23,7 @@ work, where they track CPU time closely. `--stages all` counts the ledger's writ
 batches follow wall time, so its figures vary by a few percent between runs: repeat them.
 
 Usage: python bench/instructions.py [--tree PATH ...] [--stages core|all] [--routes mcp,modern,post]
-       [--calls 500] [--concurrent --seconds 10] [--keep DIR]
+       [--calls 500] [--concurrent --seconds 10] [--keep DIR] [--legacy-version-header]
 --keep DIR copies each run's callgrind.out files (one per thread) into DIR, named by tree, route and stages,
 to compare costs per function with `callgrind_annotate --inclusive=yes`.
 Each --tree is a checkout with its native build (tools/build_native.py run in it); the default is
@@ -59,7 +59,8 @@ SDK_TOOLS = {"mcp": "legacy__echo", "modern": "modern__echo",
              "mcp-bridged": "modern__echo", "modern-bridged": "legacy__echo"}
 
 
-def _request(route: str, port: int, token: str, upstream: str) -> tuple[str, dict[str, str], str]:
+def _request(route: str, port: int, token: str, upstream: str,
+             version_header: bool = False) -> tuple[str, dict[str, str], str]:
     """The path, headers and body (with a %s for the id) of one call on `route`."""
     base = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream"}
@@ -71,6 +72,8 @@ def _request(route: str, port: int, token: str, upstream: str) -> tuple[str, dic
     if route == "post":
         return "/everything", base, json.dumps(po.call(0, "echo")).replace('"id": 0', '"id": "%s"')
     sid = po.mcp_session(port, token)
+    if version_header:  # as the SDKs' legacy clients send every call after `initialize` (2025-06-18 on)
+        base["MCP-Protocol-Version"] = po.INIT["params"]["protocolVersion"]
     return "/mcp", {**base, "Mcp-Session-Id": sid}, json.dumps(po.call(0, tool)).replace('"id": 0', '"id": "%s"')
 
 
@@ -149,7 +152,7 @@ def measure(tree: Path, stages: str, route: str, opts: Any) -> dict[str, Any]:
                 except (OSError, httpx.HTTPError, ValueError, KeyError):
                     pass
                 time.sleep(0.25)
-            path, headers, body = _request(route, port, token, opts.upstream)
+            path, headers, body = _request(route, port, token, opts.upstream, opts.legacy_version_header)
             calls = (_concurrent(port, path, headers, body, proc.pid, opts.seconds, Path(tmp)) if opts.concurrent
                      else _sequential(port, path, headers, body, proc.pid, opts.calls))
         finally:
@@ -178,6 +181,9 @@ def main() -> None:
     parser.add_argument("--upstream", choices=["everything", "sdk"], default="everything",
                         help="sdk: bench/sdk_echo.py opened twice, in the 2025-11-25 era (legacy__echo) and the "
                              "2026-07-28 era (modern__echo), so each route's era runs end to end")
+    parser.add_argument("--legacy-version-header", action="store_true",
+                        help="the legacy routes send MCP-Protocol-Version on each call, as the SDKs' clients do "
+                             "(the 2025-06-18 and later transports require it); by default they send the session only")
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--concurrent", action="store_true", help="8 connections by wrk instead of one client")
     parser.add_argument("--seconds", type=float, default=10.0)

@@ -102,6 +102,29 @@ def test_a_build_from_other_sources_is_ignored(tmp_path: Path, monkeypatch: pyte
     assert not _native.build_valid()
 
 
+def test_status_says_when_a_stale_or_missing_build_leaves_the_hot_path_in_python(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpwall.cli._status import warnings
+
+    stamp = tmp_path / "sources.json"
+    monkeypatch.setattr(_native, "STAMP", stamp)
+    monkeypatch.delenv("MCPWALL_PURE", raising=False)
+    seen = {}
+    for name, text in (("absent", None), ("stale", json.dumps({"sources": {"mcpwall.policy._plan": "0" * 64}})),
+                       ("compiled", json.dumps({"sources": _native.source_hashes()}))):
+        if text is not None:
+            stamp.write_text(text)
+        monkeypatch.setattr(_native, "_valid", None)
+        seen[name] = _native.hot_path()["state"]
+        said = warnings({"hot_path": _native.hot_path()})
+        assert bool(said) == (name != "compiled"), (name, said)
+    assert seen == {"absent": "absent", "stale": "stale", "compiled": "compiled"}
+    assert "make native" in warnings({"hot_path": {"state": "stale"}})[0]
+    monkeypatch.setenv("MCPWALL_PURE", "1")  # asked for: said, not warned
+    assert _native.hot_path()["state"] == "disabled"
+    assert warnings({"hot_path": _native.hot_path()}) == []
+
+
 def test_every_source_of_a_compiled_package_is_in_the_stamp() -> None:
     hashes = _native.source_hashes()
     for package, modules in _native.MODULES.items():

@@ -95,6 +95,19 @@ def use_compiled(path: list[str], package: str) -> None:
         path.insert(0, str(BUILD / package))
 
 
+def hot_path() -> dict[str, object]:
+    """How the hot path runs in this process, for `/health` and `mcpwall status`: `compiled`,
+    `disabled` (MCPWALL_PURE), `stale` (a build exists but a source changed after it was made: the
+    sources run, correct but slower, until `make native` runs again) or `absent` (no build)."""
+    if os.environ.get("MCPWALL_PURE", "") not in ("", "0"):
+        state = "disabled"
+    elif build_valid():
+        state = "compiled"
+    else:
+        state = "stale" if STAMP.exists() else "absent"
+    return {"state": state, "modules": len(compiled_modules())}
+
+
 def compiled_modules() -> list[str]:
     """The modules running compiled in this process (printed by bench/policy_eval.py; the tests)."""
     import sys
@@ -108,5 +121,5 @@ def compiled_modules() -> list[str]:
     return out
 
 
-__all__ = ["BUILD", "EXTENSIONS", "GROUP", "MODULES", "STAMP", "build_valid", "compiled_modules", "enabled", "packages",
-           "source_hashes", "use_compiled"]
+__all__ = ["BUILD", "EXTENSIONS", "GROUP", "MODULES", "STAMP", "build_valid", "compiled_modules", "enabled", "hot_path",
+           "packages", "source_hashes", "use_compiled"]

@@ -46,6 +46,8 @@ def test_status_finds_the_gateway_by_its_home_and_reports_a_refused_reload(tmp_p
         assert g.url in out
         assert "upstream  ev: ready" in out
         assert "mode enforce" in out
+        from mcpwall import _native
+        assert f"hot path  {_native.hot_path()['state']}" in out  # the gateway runs this tree's build, as we do
         code, out = _status(g.home, "--json")
         data = json.loads(out)
         assert data["findings"] == []

@@ -344,10 +344,10 @@ CORPUS = {f"{group}:{name}": text
           for name, text in texts.items()}
 
 
-#: Benign texts still flagged. A code review's "please call `close()` before returning" reads as an order plus a
-#: precondition to call a tool; an advisory that describes, unquoted, a description "instructing the model to
-#: read ~/.ssh/id_rsa and pass it as a parameter" reads as that instruction.
-KNOWN = frozenset({"git:review comment", "web:cve advisory"})
+#: Benign texts still flagged (none today). Told apart by class: a code span calling a function ("please call
+#: `close()` before returning") is programming advice, not an order to call a tool; reported speech about the model in
+#: a text about attacks ("a description instructing the model to read ~/.ssh/id_rsa") describes an attack.
+KNOWN: frozenset[str] = frozenset()
 
 
 def test_the_corpus_is_large_enough_to_measure_a_two_percent_rate() -> None:

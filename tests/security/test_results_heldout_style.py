@@ -160,11 +160,11 @@ SECRETS = {
     "aws key next to example": "# docs: AKIAIOSFODNN7EXAMPLE\nreal = AKIA" + "R7T2Q9ZP4M8KXL3N",
 }
 
-#: Spellings still missed, each a class not yet detected: a search result that scripts a false recommendation
-#: or swaps the user's query (search-term deception without a tool, a path or an address to aim at), an order
-#: hidden in base64 without a word saying to decode it, and a URL to fetch followed by a secret's contents.
-KNOWN = frozenset({"deception:search best answer", "deception:search fake source", "deception:search redirect",
-                   "deception:search term swap", "injected:base64 order", "exfil:append secrets url"})
+#: Spellings still missed (none today). Closed by class: a search result that scripts the agent's answer toward a
+#: harm (steering the user to enter a password, run a download or disable a defence; vouching for a source as
+#: official; declaring the user's query outdated), an order hidden in base64 or hex (decoded and read), "decode this
+#: and follow it", and a URL to fetch followed by a secret's contents.
+KNOWN: frozenset[str] = frozenset()
 
 CASES = {f"{group}:{name}": text
          for group, texts in (("injected", INJECTED), ("transfer", TRANSFER), ("false-error", FALSE_ERRORS),

@@ -6,6 +6,8 @@ Finds the gateway serving the home where it recorded its address (`run/gateway.j
 `--url`), asks its `/health` with the gateway's token and prints: the policy in force (file,
 revision, mode), the last reload it refused and a reload it holds for a person (`mcpwall
 policy reload`), each upstream with its state and circuit, and the ledger's head and health.
+It also says how the hot path runs (compiled, or as Python because the build is stale, absent or
+disabled by MCPWALL_PURE), warning when a stale or missing build slows the gateway.
 Exit 0 when all is well; 1 when no gateway answers, an upstream is not ready, the ledger
 cannot be written, or a reload was refused or is held (each a thing a person should look at);
 2 for bad input or no token.
@@ -46,6 +48,18 @@ def findings(health: dict[str, Any]) -> list[str]:
     return out
 
 
+#: What `status` says of a hot path that is not compiled (`mcpwall._native.hot_path`).
+SLOW = {"stale": "the hot path runs as Python: its compiled build is stale (a source changed after it was "
+                 "built); run `make native` and restart the gateway",
+        "absent": "the hot path runs as Python: there is no compiled build (`make native` makes one)"}
+
+
+def warnings(health: dict[str, Any]) -> list[str]:
+    """What is not wrong but costs the user something (printed; the exit code stays 0)."""
+    state = (health.get("hot_path") or {}).get("state")
+    return [SLOW[state]] if state in SLOW else []
+
+
 def _print(url: str, health: dict[str, Any], problems: list[str]) -> None:
     policy = health.get("policy") or {}
     click.echo(f"gateway   {url}  {health.get('status')}  (mcpwall {health.get('version')}, "
@@ -61,7 +75,10 @@ def _print(url: str, health: dict[str, Any], problems: list[str]) -> None:
     if audit:
         click.echo(f"ledger    {audit.get('backend')} {audit.get('url') or ''}  head {audit.get('head') or '-'}  "
                    f"{'healthy' if audit.get('healthy', True) else 'NOT WRITABLE'}")
-    for line in problems:
+    hot = health.get("hot_path") or {}
+    if hot:
+        click.echo(f"hot path  {hot.get('state')}" + (f" ({hot.get('modules')} modules)" if hot.get("modules") else ""))
+    for line in [*problems, *warnings(health)]:
         click.echo(f"! {line}", err=True)
 
 
@@ -94,11 +111,11 @@ def status(url: str | None, token_file: Path | None, home: Path | None, as_json:
     _authorization(resolve_home(home), health)
     problems = findings(health)
     if as_json:
-        print_json({"url": found, **health, "findings": problems})
+        print_json({"url": found, **health, "findings": problems, "warnings": warnings(health)})
     else:
         _print(found, health, problems)
     if problems:
         raise SystemExit(1)
 
 
-__all__ = ["findings", "status"]
+__all__ = ["findings", "status", "warnings"]

@@ -81,11 +81,13 @@ RETIRED = frozenset({-32002, -32042})
 __all__ = [
     "ALL_VERSIONS",
     "CACHEABLE_METHODS",
+    "CHECKED",
     "CLIENT_CAPABILITIES_META_KEY",
     "CLIENT_INFO_META_KEY",
     "ENVELOPE_KEYS",
     "HANDSHAKE_PROTOCOL_VERSIONS",
     "LATEST_MODERN",
+    "LOG_FLOORS",
     "LOG_LEVEL_META_KEY",
     "MODERN_PROTOCOL_VERSIONS",
     "MODERN_VERSIONS",
@@ -102,6 +104,7 @@ __all__ = [
     "envelope",
     "envelope_at",
     "envelope_of",
+    "filtered",
     "finish",
     "is_modern",
     "legacy_params",
@@ -212,6 +215,9 @@ def _envelope_checks(rid: RequestId | None, meta: Any) -> Envelope:
 #: that came between only costs its successor a second check. (A context variable did this at
 #: twice the price.)
 _CHECKED: list[Any] = [None, None]
+#: the same slot, for a caller on every modern request's path that reads it inline (routing:
+#: `envelope_at` without the call)
+CHECKED = _CHECKED
 
 
 def checked_envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
@@ -257,11 +263,12 @@ def unsupported(rid: RequestId | None, requested: str) -> ProtocolError:
     )
 
 
-def legacy_params(params: dict[str, Any]) -> dict[str, Any]:
+def legacy_params(params: dict[str, Any], own: bool = False) -> dict[str, Any]:
     """A modern request's params as a legacy (handshake-era) server takes them: the envelope
-    keys out of `_meta` (progressToken, trace context and the rest stay), `_meta` gone if empty."""
+    keys out of `_meta` (progressToken, trace context and the rest stay), `_meta` gone if empty.
+    `own`: `params` is the caller's own copy (routing's, renamed), changed in place."""
     meta = params["_meta"]
-    out = dict(params)
+    out = params if own else dict(params)
     del out["_meta"]
     if not meta.keys() <= _ENVELOPE_KEY_SET:  # (most carry the envelope alone: nothing to keep, no loop)
         out["_meta"] = {k: v for k, v in meta.items() if k not in _ENVELOPE_KEY_SET}
@@ -301,22 +308,24 @@ def finish(method: str, response: Message) -> Message:
     `cacheScope: private`: what the gateway lists and reads depends on the caller's policy, so
     no shared cache may keep it. An error with a retired code (the gateway's circuit-open -32002)
     is answered as an upstream error (-32000) with the same data.
+
+    `response` is the caller's own envelope (the gateway's answer, just built): its `result` is
+    replaced in place, by a new dict built once (the server's result itself is not changed: a
+    stage or a task may hold it).
     """
     body: Any = response.get("result")
     if body.__class__ is dict:
-        out = dict(body)
-        out.setdefault("resultType", "complete")
-        meta = out.get("_meta")
-        out["_meta"] = (
-            {**meta, SERVER_INFO_META_KEY: SERVER_INFO}
-            if meta.__class__ is dict
-            else {SERVER_INFO_META_KEY: SERVER_INFO}
-        )
+        meta = body.get("_meta")
+        stamp = {**meta, SERVER_INFO_META_KEY: SERVER_INFO} if meta.__class__ is dict else {
+            SERVER_INFO_META_KEY: SERVER_INFO}
+        # (one build: the copy, resultType and the stamp; a server's own resultType kept)
+        out = {**body, "_meta": stamp} if "resultType" in body else {**body, "resultType": "complete", "_meta": stamp}
         if method in CACHEABLE_METHODS:
             ttl = out.get("ttlMs")
             out["ttlMs"] = ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0 else 0
             out["cacheScope"] = "private"
-        return {**response, "result": out}
+        response["result"] = out
+        return response
     err = response.get("error")
     if isinstance(err, dict) and err.get("code") in RETIRED:
         data = err.get("data")
@@ -420,6 +429,9 @@ def decode_header_value(value: str | None) -> str | None:
 #: the least severe level each `logLevel` lets through, as an index of LOG_ORDER (none: past its end)
 _FLOOR: dict[str | None, int] = {level: i for i, level in enumerate(LOG_ORDER)}
 _SILENT = len(LOG_ORDER)
+#: `log_filter`'s floor of a checked envelope's `logLevel` (None: none pass), for routing's own
+#: `partial(filtered, emit, LOG_FLOORS[level])`: every modern request makes one, without a call more
+LOG_FLOORS: dict[str | None, int] = {**_FLOOR, None: _SILENT}
 
 
 def log_filter(
@@ -429,10 +441,10 @@ def log_filter(
     `_meta` names no `logLevel` (2026-07-28: a server MUST NOT send them then), else those at that
     level or more severe. Everything else (progress) passes. (A partial, not a closure: every
     modern request makes one.)"""
-    return partial(_filtered, emit, _FLOOR.get(level, _SILENT))  # (None and an unknown level: none pass)
+    return partial(filtered, emit, _FLOOR.get(level, _SILENT))  # (None and an unknown level: none pass)
 
 
-async def _filtered(emit: Callable[[Message], Awaitable[None]], floor: int, msg: Message) -> None:
+async def filtered(emit: Callable[[Message], Awaitable[None]], floor: int, msg: Message) -> None:
     if msg.get("method") == "notifications/message":
         params = msg.get("params")
         said = params.get("level") if isinstance(params, dict) else None

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwall.pipeline import Session
 from mcpwall.protocol import ErrorCode, Message, ProtocolError, request_id
 from mcpwall.protocol.modern import (
+    CHECKED,
     LATEST_MODERN,
     MODERN_VERSIONS,
     NAME_OF,
@@ -41,7 +42,6 @@ from mcpwall.protocol.modern import (
     decode_header_value,
     designates,
     is_modern,
-    remember_envelope,
 )
 from mcpwall.protocol.mrtr import INPUT_REQUIRED_METHODS
 from mcpwall.protocol.naming import split
@@ -271,14 +271,18 @@ class ModernSessions:
             sig: Signature = (headers.get(VERSION_HEADER), headers.get(METHOD_HEADER), headers.get(NAME_HEADER), name)
             shape = self._passed.same(client, sig, meta)
             if shape is not None:
-                remember_envelope(meta, shape.env)  # routing reads it again (`envelope_of`)
+                CHECKED[0], CHECKED[1] = meta, shape.env  # routing reads it again (`remember_envelope`, inline)
                 session = shape.session
                 session.last_seen = time.monotonic()
                 if msg["id"] in session.inflight:
                     return self._answer(receive, send, msg, size, session)
-                # `_answer` of a tools/call whose id is free: straight to `Holds.serve`
-                return answer_request(receive, send, partial(self.gateway.traffic.mrtr.serve, session, msg, size=size),
-                                      [], _status_of)
+                # `_answer` of a tools/call whose id is free: straight to `Holds.serve`, or, for a first call
+                # of a client that can be asked nothing, past it (its look made when the shape was kept)
+                mrtr = self.gateway.traffic.mrtr
+                run: Call = (partial(mrtr.plainly, session, msg, size) if not shape.askable
+                             and params.get("requestState") is None and params.get("inputResponses") is None
+                             else partial(mrtr.serve, session, msg, size=size))
+                return answer_request(receive, send, run, [], _status_of)
             key: Key | None = client
         else:
             key = None

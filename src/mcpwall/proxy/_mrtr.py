@@ -95,6 +95,14 @@ MAX_WAITING = 64
 _BATCH_S = 0.02
 #: the client capabilities a held call's questions need (one of them declared, or nothing can be asked)
 _ASKABLE = frozenset(CAPABILITY_OF.values())
+
+
+def can_be_asked(meta: dict[str, Any]) -> bool:
+    """Whether a modern request's `_meta` declares a capability a held call's questions need."""
+    caps = meta.get(CLIENT_CAPABILITIES_META_KEY)
+    return isinstance(caps, dict) and not _ASKABLE.isdisjoint(caps)
+
+
 class Holds:
     """One gateway's held calls (`ServerTraffic.mrtr`), by call and by hold id."""
 
@@ -124,10 +132,15 @@ class Holds:
             # as `ask` refuses it.
             caps = params["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
             if not isinstance(caps, dict) or _ASKABLE.isdisjoint(caps):
-                return self.gw.handle_request(session, msg, partial(self._refused_or_relayed, session, emit),
-                                              bytes_in=size)
+                return self.plainly(session, msg, size, emit)
             return self._hold(session, msg, emit, size, caps)
         return self._retry(session, msg, emit)
+
+    def plainly(self, session: Session, msg: Message, size: int, emit: Emit | None) -> Awaitable[Message | None]:
+        """`serve` of a first call (no requestState, no inputResponses) of a client that declared none of
+        elicitation, sampling and roots: any request's way, a question refused as `ask` refuses it. (The
+        frontend comes here straight for a call like the last one that passed: `_passed`.)"""
+        return self.gw.handle_request(session, msg, partial(self._refused_or_relayed, session, emit), bytes_in=size)
 
     async def _retry(self, session: Session, msg: Message, emit: Emit | None) -> Message | None:
         """A retry with `inputResponses` and the `requestState` of a round: checked, then resumed."""
@@ -378,4 +391,4 @@ class Holds:
         return {**self.counts, "holding": len(self._by_id)}
 
 
-__all__ = ["HOLD_TTL_S", "MAX_WAITING", "Hold", "Holds", "Policed", "police_input_responses"]
+__all__ = ["HOLD_TTL_S", "MAX_WAITING", "Hold", "Holds", "Policed", "can_be_asked", "police_input_responses"]

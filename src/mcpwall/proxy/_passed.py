@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mcpwall.pipeline import Session
 from mcpwall.protocol.modern import Envelope
+from mcpwall.proxy._mrtr import can_be_asked
 
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
@@ -43,6 +44,9 @@ class _Shape(NamedTuple):
     upstream: Any
     tool: str
     entry: Any
+    #: whether the `_meta` declares a capability a held call's questions need (`_mrtr.can_be_asked`):
+    #: when not, a first call goes to `Holds.plainly` without `Holds.serve`'s look
+    askable: bool
 
 
 class Passed:
@@ -75,7 +79,7 @@ class Passed:
         # a copy (two levels: the capabilities and clientInfo objects too), so that what is compared next
         # time is what was checked, whatever later holds the request's own
         kept = {k: dict(v) if v.__class__ is dict else v for k, v in meta.items()}
-        self._by[key] = _Shape(sig, kept, env, session, owner, upstream, tool, entry)
+        self._by[key] = _Shape(sig, kept, env, session, owner, upstream, tool, entry, can_be_asked(kept))
 
 
 __all__ = ["Key", "Passed", "Signature"]

@@ -20,16 +20,19 @@ are translated on the way back.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcpwall.pipeline import Emit, Session
 from mcpwall.protocol import SUPPORTED_VERSIONS, ErrorCode, Message, ProtocolError, RequestId
 from mcpwall.protocol.modern import (
+    CHECKED,
+    LOG_FLOORS,
     PROTOCOL_VERSION_META_KEY,
     REMOVED,
-    envelope_at,
+    envelope,
+    filtered,
     legacy_params,
-    log_filter,
     upstream_error,
 )
 from mcpwall.protocol.naming import resource_owner, split
@@ -75,12 +78,14 @@ class Router:
             # A 2026-07-28 request: its envelope checked (raises ProtocolError), and its session told who
             # speaks, unless the session was opened by `initialize` (that client's word stands). (Here,
             # not in a helper of its own: every modern request passes.)
-            env = envelope_at(ctx.id, params, meta)  # checked by the HTTP frontend already, or here
+            # checked by the HTTP frontend already (`envelope_at`, inline), or here
+            env = CHECKED[1] if CHECKED[0] is meta else envelope(ctx.id, params)
             if method in _NOT_MODERN:
                 raise ProtocolError(ErrorCode.METHOD_NOT_FOUND,
                                     f"Method not found: {method} (removed in {env.version})", ctx.id)
-            # Log lines reach a modern request only at the level its `_meta` asked for, else none.
-            ctx.emit = log_filter(ctx.emit or _pushing(session), env.log_level)
+            # Log lines reach a modern request only at the level its `_meta` asked for, else none
+            # (`log_filter`, inline).
+            ctx.emit = partial(filtered, ctx.emit or _pushing(session), LOG_FLOORS[env.log_level])
             if session.protocol_version not in SUPPORTED_VERSIONS:
                 session.protocol_version = env.version
                 if env.client_name:
@@ -165,10 +170,11 @@ class Router:
                 breaker.failure()  # a server that is not there fails fast once its circuit opens
             raise UpstreamError(f"upstream {upstream.name!r} is not available ({upstream.state}: "
                                 f"{upstream.last_error})", "unavailable")
+        renamed = False  # (`params` a copy of this call's own: the envelope is taken out of it in place)
         if params is None:
             params = ctx.params
             if ctx.method in ("tools/call", "prompts/get") and params.get("name") != ctx.target:
-                params = {**params, "name": ctx.target}
+                params, renamed = {**params, "name": ctx.target}, True
             elif ctx.method == "completion/complete" and ctx.session.aggregated:
                 ref = params.get("ref")
                 if isinstance(ref, dict) and ref.get("type") == "ref/prompt":
@@ -176,7 +182,8 @@ class Router:
         meta = params.get("_meta")
         modern = meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta
         if modern and upstream.era != "modern":
-            params = legacy_params(params)  # a handshake-era upstream (a modern one gets the gateway's envelope)
+            # a handshake-era upstream (a modern one gets the gateway's envelope)
+            params = legacy_params(params, renamed)
         elif not modern and meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
             params = self.gw.messages.own_capabilities(upstream.name, params)
         if ctx.method == "tools/call":

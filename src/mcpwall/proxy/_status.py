@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpwall import __version__
+from mcpwall._native import hot_path
 from mcpwall.protocol import ErrorCode, error
 from mcpwall.proxy._asgi import Headers, Receive, Scope, Send, reply, reply_json
 from mcpwall.proxy._door import Door
@@ -51,6 +52,7 @@ class StatusRoutes:
                                "uptime_s": round(time.time() - self.started, 1)}
         if self.auth.insecure_no_auth or self.auth.identify(headers.get("authorization")) == "":
             out.update(self.gateway.status())  # the operator's view; an agent's named token sees the public part
+            out["hot_path"] = hot_path()
             if self.connections is not None:
                 out["connections"] = {**self.connections.status(), "door_refused": self.door.refused}
         await reply_json(send, 200, out)

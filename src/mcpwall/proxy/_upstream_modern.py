@@ -196,13 +196,21 @@ async def settle(upstream: UpstreamServer, method: str, params: dict[str, Any] |
         response = await send(params, timeout)
     response = await resolve_input(upstream, method, params, response, send, timeout=timeout,
                                    session_id=session_id, downstream_id=downstream_id, emit=emit)
-    return incoming(upstream, method, response)
+    return incoming(upstream, method, response, params)
 
 
-def incoming(upstream: UpstreamServer, method: str, response: Message) -> Message:
+def incoming(upstream: UpstreamServer, method: str, response: Message, asked: dict[str, Any] | None = None) -> Message:
     """A modern upstream's final answer as the gateway passes it on (`plain`; a tool list without
-    the tools it must exclude; `server/discover` as it came, for `_probe` to read the stamp)."""
+    the tools it must exclude; `server/discover` as it came, for `_probe` to read the stamp).
+
+    A tools/call result asked for by a modern client (`asked`, the params the gateway was given, carry
+    the client's envelope) is passed on as it came: `modern.finish` keeps its `resultType` and puts the
+    gateway's identity stamp in place of the server's, so taking both off here only for `finish` to
+    add them back would build the result twice."""
     if method == "tools/call":
+        meta = asked.get("_meta") if asked else None
+        if meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta:
+            return response
         return plain(response)
     if method == "server/discover":
         return response

@@ -29,35 +29,14 @@ from __future__ import annotations
 import re
 
 from mcpwall._re2 import search_set
-from mcpwall.security._poisoning_harms import AUTHORISED, MORE_RULES, Capability, sentence_end
+from mcpwall.security._poisoning_concepts import SEVERITY, concepts
+from mcpwall.security._poisoning_declared import EXTRA_RULES
+from mcpwall.security._poisoning_harms import AUTHORISED, MORE_RULES, Capability, for_re2, sentence_end
 from mcpwall.security._poisoning_harms import Rule as _Rule
 from mcpwall.security._poisoning_harms import rule as _r
 from mcpwall.security._poisoning_harms import within as _within
 
 _I = re.IGNORECASE
-
-def _for_re2(pattern: str) -> str:
-    """`pattern` without its look-arounds (RE2 has none): it then matches wherever `pattern` can."""
-    pattern = pattern.replace("|\\.(?=\\S))", "|\\.)")
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith(("(?=", "(?!"), i) and (i == 0 or pattern[i - 1] != "\\"):
-            depth, j = 0, i
-            while j < len(pattern):
-                if pattern[j] == "\\":
-                    j += 2
-                    continue
-                depth += pattern[j] == "("
-                depth -= pattern[j] == ")"
-                j += 1
-                if depth == 0:
-                    break
-            i = j
-            continue
-        out.append(pattern[i])
-        i += 1
-    return "".join(out)
-
 
 _SECRET_OBJECT = (
     r"(?:(?:saved|stored|cached|remembered|browser|chrome|chromium|firefox|edge|safari|brave|keychain|system"
@@ -139,7 +118,7 @@ RULES: tuple[_Rule, ...] = (
        r"|keychain (?:passwords|items|entries)|password hashes|/etc/shadow|lsass(?:\.exe)?(?: memory)?"
        r"|sam (?:database|hive)|(?:wallet\s+)?seed phrases?|recovery phrases?)"),
     _r("credential_harvesting", "high",
-       r"\bkey ?loggers?\b|\bkey ?logging\b|\b(?:log|record|captur|monitor|track)\w*\s+(?:all\s+|every\s+)?(?:the\s+)?"
+       r"\b(?:log|record|captur|monitor|track)\w*\s+(?:all\s+|every\s+)?(?:the\s+)?"
        r"(?:users?'?s?\s+)?keystrokes\b|\b(?:every|each|all)\s+keystroke\b"),
     _r("credential_harvesting", "high",
        r"\b(?:log|record|sav|stor|writ|stash|cach)\w*\s+(?:the\s+|all\s+)?(?:users?'?s?\s+)?(?:entered\s+|typed\s+)?"
@@ -149,6 +128,7 @@ RULES: tuple[_Rule, ...] = (
        r"\b(?:harvest|steal|stole|dump|sniff|siphon|exfiltrat|skim)\w*\b" + _within(40) + r"\b(?:email addresses"
        r"|contacts|contact lists?|personal (?:data|information|details)|pii|social security numbers|ssns"
        r"|credit cards?|bank(?:ing)? details|identit(?:y|ies))\b"),
+    _r("credential_harvesting", "high", r"\bkey ?loggers?\b|\bkey ?logging\b", threat=True),
     # -- the same, in a few other languages (Spanish, French, German, Portuguese, Italian, Chinese)
     _r("credential_harvesting", "high",
        r"\b(?:rob|extra|recopil|env[ií]|vol|récup[eè]r|recuper|stiehl|stehl|samm?el|roub|rub|raccogl|colet)\w*\b"
@@ -174,8 +154,9 @@ RULES: tuple[_Rule, ...] = (
        r"|home director(?:y|ies))\b(?!\s+images?\b|\s+files?\b)"),
     _r("destruction", "high", r"\brm\s+-[a-z]*[rf][a-z]*\s+(?:--no-preserve-root\s+)?(?:/|~|\$home|\*)(?=\s|$|\*|/\*)"),
     _r("destruction", "high",
-       r"\bransom\w*|\bencrypt\w*\b" + _within(40) + r"\b(?:files|documents|data|drives?|disks?)\b" + _within(80) + r""
+       r"\bencrypt\w*\b" + _within(40) + r"\b(?:files|documents|data|drives?|disks?)\b" + _within(80) + r""
        r"\b(?:ransom|payment|pay|bitcoin|btc|monero|crypto(?:currency)?|decrypt(?:ion|or)? key)\b"),
+    _r("destruction", "high", r"\bransom\w*", threat=True),
     _r("destruction", "high",
        r"\b(?:disabl|turn\w* off|switch\w* off|kill|stop|uninstall|remov|tamper\w* with|blind|evad|bypass|circumvent"
        r"|silenc|neuter|unload)\w*\b"
@@ -240,13 +221,14 @@ RULES: tuple[_Rule, ...] = (
     # a key in authorized_keys or a sudoers line is how access is kept; an admin tool may do it on request (medium)
     _r("persistence", "medium",
        r"\b(?:add|append|writ|insert|inject|plant|copy|copie|install|put|drop|place)\w*\b" + _within(60) + r""
-       r"\bauthorized_keys\b|\b(?:add|append|writ|insert|inject|modif|edit)\w*\b" + _within(40) + r"\b(?:sudoers|nopasswd)\b"),
+       r"\bauthorized_keys\b(?![^.\n]{0,60}\b(?:you (?:administer|own|manage|control)|your own)\b)"
+       r"|\b(?:add|append|writ|insert|inject|modif|edit)\w*\b" + _within(40) + r"\b(?:sudoers|nopasswd)\b"),
     _r("persistence", "high",
        r"\b(?:crontab|cron jobs?|launch ?agents?|launch ?daemons?|launchd|systemd (?:units?|services?|timers?)"
        r"|startup (?:folders?|items?|scripts?|programs?)|run keys?|registry run|autoruns?|rc\.local|\.bashrc|\.zshrc"
        r"|\.bash_profile|\.profile|login items?|scheduled tasks?|wmi subscriptions?)\b" + _within(80) + r""
        r"\b(?:persist\w*|surviv\w*|every (?:boot|reboot|login|startup)|at (?:boot|login|logon|startup)"
-       r"|on (?:boot|reboot|login|logon|startup)|re-?launch\w*|re-?infect\w*|maintain\w* access|hidden|backdoor"
+       r"|(?:at|on) (?:every|each) (?:boot|reboot|login|logon|startup)|on (?:boot|reboot|login|logon|startup)|re-?launch\w*|re-?infect\w*|maintain\w* access|hidden|backdoor"
        r"|attacker|silently|covert\w*|stealth\w*)"),
     _r("persistence", "high",
        r"\b(?:persist\w*|surviv\w*|come\w* back|reinstall\w* itself|re-?launch\w*)\b" + _within(30) + r"\b(?:across|after"
@@ -255,25 +237,30 @@ RULES: tuple[_Rule, ...] = (
        r"|undetect\w*|without)\b"),
 )
 
-RULES += MORE_RULES
+RULES += MORE_RULES + EXTRA_RULES
 
 #: Before a match, in the same clause: a defence, a check, a negation or a caution, not a capability.
 _NOT_A_CAPABILITY = re.compile(
-    r"\b(?:detect|scan|check|identif|flag|prevent|protect|guard|defend|block|alert|analy[sz]|simulat|classif"
+    r"\b(?:detect|scan|check|identif|flag|prevent|protect|revok|guard|defend|block|alert|analy[sz]|simulat|classif"
     r"|warn|mitigat|investigat|quarantin|educat|explain|describ|research|triag|remediat|harden|sanitiz|redact"
     r"|refus|accidental|inadvertent|unintend|caution|careful|danger|awareness)\w*"
-    r"|\b(?:look(?:s|ing)? for|find|finds|finding|stop(?:s|ping)? (?:\w+ )?from|monitor(?:s|ing)? for"
+    r"|\b(?:who|hunt\w*|look(?:s|ing)? for|find|finds|finding|stop(?:s|ping)? (?:\w+ )?from|monitor(?:s|ing)? for"
     r"|audit(?:s|ing)? for|test(?:s|ing)? for|report(?:s|ing)? (?:on|of)|against|avoid|avoids|whether|if any"
     r"|signs? of|indicators? of|hunt(?:s|ing)? for|respond(?:s|ing)? to|recover(?:s|ing)? from|learn about"
     r"|see if|is it|if it'?s|secure|secures|securing|not|never|no|nor|without|don'?t|doesn'?t|won'?t|cannot|can'?t|instead of"
     r"|rather than|may|might|could|risk|risks|training|ctf|capture[- ]the[- ]flag)\b", _I)
 #: Before a named threat ("malware", "backdoor"): what removes or fights it.
-_AGAINST_THREAT = re.compile(r"\b(?:remov|delet|uninstall|eliminat|clean|fight|kill|anti|purg|disinfect|stop)\w*"
+_AGAINST_THREAT = re.compile(r"\b(?:remov|delet|uninstall|eliminat|clean|fight|kill|anti|purg|disinfect|stop|report"
+                             r"|isolat|contain|recover)\w*"
                              r"|\banti-", _I)
 #: After a named threat: the threat as a topic ("malware analysis", "backdoor detection").
 _THREAT_TOPIC = re.compile(r"[\s-]*(?:analy|scan|detect|sample|sandbox|report|famil|signature|hash|indicator|ioc"
                            r"|intel|research|classif|removal|remover|protection|defen|hunt|check|lookup|verdict"
-                           r"|database|feed|rule|yara)", _I)
+                           r"|database|feed|rule|yara|alert|attack|incident|infection|outbreak|event|response|recovery)", _I)
+#: A sentence that opens by hunting for "signs of" a harm lists what it looks for, even past a colon.
+_HUNTED = re.compile(r"\s*(?:detect|scan|hunt|monitor|flag|look|check|alert|audit|investigat|triag|analy[sz]|search)\w*"
+                     r"\s+(?:\w+\s+){0,2}?(?:signs|indicators|evidence|traces|attempts|cases|patterns)\s+of\b", _I)
+_SENTENCE_BREAK = re.compile(r"[.!?\n]\s")
 #: A clause ends at a sentence break, a semicolon, a colon or a line.
 _CLAUSE_START = re.compile(r"[.;:!?\n]\s*|\s[-–—]\s|,\s+(?:but|and|or|so|then|while|which)\s", _I)
 
@@ -287,8 +274,14 @@ def _clause_before(text: str, start: int) -> str:
     return head[cut:]
 
 
+def _hunted(text: str, start: int) -> bool:
+    lo = max(0, start - 200)
+    breaks = list(_SENTENCE_BREAK.finditer(text, lo, start))
+    return bool(_HUNTED.match(text, breaks[-1].end() if breaks else lo, start))
+
+
 #: One RE2 pass says which rules can match at all; only those run (most definitions: none).
-_SET_MATCH = search_set(["(?i)" + _for_re2(rule.pattern.pattern) for rule in RULES], 32 << 20)
+_SET_MATCH = search_set(["(?i)" + for_re2(rule.pattern.pattern) for rule in RULES], 32 << 20)
 
 
 def capabilities(text: str) -> list[Capability]:
@@ -302,7 +295,7 @@ def capabilities(text: str) -> list[Capability]:
             before = _clause_before(text, m.start())
             if rule.harm == "intrusion" and AUTHORISED.search(text, m.start(), sentence_end(text, m.end())):
                 continue
-            if _NOT_A_CAPABILITY.search(before) or (rule.threat and (
+            if _NOT_A_CAPABILITY.search(before) or _hunted(text, m.start()) or (rule.threat and (
                     _AGAINST_THREAT.search(before[-40:]) or _THREAT_TOPIC.match(text, m.end()))):
                 continue
             lo, hi = max(0, m.start() - 30), min(len(text), m.end() + 40)
@@ -313,6 +306,11 @@ def capabilities(text: str) -> list[Capability]:
             if rule.harm not in found or (cap.severity == "high" and found[rule.harm].severity != "high"):
                 found[rule.harm] = cap
             break
+    # the same harms read as concepts meeting in a sentence, whatever their words and order
+    for harm, sentence in concepts(text) if len(found) < 3 else ():
+        if harm not in found or (SEVERITY[harm] == "high" and found[harm].severity != "high"):
+            snippet = " ".join(sentence.split())[:160]
+            found[harm] = Capability(harm, SEVERITY[harm], f"{harm.replace('_', ' ')}: \u201c{snippet}\u201d")
     return sorted(found.values(), key=lambda c: (c.severity != "high", c.harm))
 
 

@@ -11,7 +11,10 @@ case-folded, punctuation and spacing dropped, and each tool's own name (in
 any spelling) replaced by a placeholder, so "Use get_weather to ..."
 copied as "Use weather_now to ..." still matches. Short, generic
 descriptions ("Echo", "Returns the current time") are not compared: many
-tools honestly share them.
+tools honestly share them (and two real servers for one job share a short
+one with its parameters: puppeteer's and executeautomation's "Fill out an
+input field"). A copy whose new name's words stand in the copied text
+("new_issue" in "Create a new issue ...") is found by the text as written.
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ from mcpwall.security._poisoning_chars import visible_text
 MIN_WORDS = 8
 _WORD = re.compile(r"[^\W_]+|\u2400")
 _NAME_SPLIT = re.compile(r"[\s_\-.:/]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _keys(tool: Mapping[str, Any]) -> set[str]:
+    """`copy_key`, and the key of the description as written (its own name kept): a copy whose new
+    name's words stand in the copied text ("new_issue" in "Create a new issue ...") reads the same."""
+    name = tool.get("name")
+    keys = {copy_key(tool), copy_key({**tool, "name": ""}) if isinstance(name, str) and name else None}
+    return {k for k in keys if k is not None}
 
 
 def copy_key(tool: Mapping[str, Any]) -> str | None:
@@ -59,17 +70,16 @@ class CopyIndex:
         for server, tools in (definitions or {}).items():
             for tool in tools:
                 name = tool.get("name")
-                key = copy_key(tool) if isinstance(name, str) else None
-                if key is not None and isinstance(name, str):
-                    self.by_key.setdefault(key, []).append((server, name))
+                for key in _keys(tool) if isinstance(name, str) else ():
+                    self.by_key.setdefault(key, []).append((server, str(name)))
 
     def copies_of(self, tool: Mapping[str, Any], server: str) -> list[tuple[str, str]]:
         """Other tools, on any server, whose description is `tool`'s under another name."""
-        key = copy_key(tool) if self.by_key else None
         name = tool.get("name")
-        if key is None:
-            return []
-        return [(s, n) for s, n in self.by_key.get(key, ()) if n != name]
+        found: dict[tuple[str, str], None] = {}
+        for key in _keys(tool) if self.by_key else ():
+            found.update((entry, None) for entry in self.by_key.get(key, ()) if entry[1] != name)
+        return list(found)
 
 
 __all__ = ["MIN_WORDS", "CopyIndex", "copy_key"]

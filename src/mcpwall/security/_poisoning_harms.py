@@ -22,6 +22,30 @@ def within(n: int) -> str:
     return rf"(?:[^.\n;]|\.(?=\S)){{0,{n}}}?"
 
 
+def for_re2(pattern: str) -> str:
+    """`pattern` without its look-aheads and look-behinds (RE2 has none): it then matches wherever
+    `pattern` can, as a prefilter for it."""
+    pattern = pattern.replace("|\\.(?=\\S))", "|\\.)")
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), i) and (i == 0 or pattern[i - 1] != "\\"):
+            depth, j = 0, i
+            while j < len(pattern):
+                if pattern[j] == "\\":
+                    j += 2
+                    continue
+                depth += pattern[j] == "("
+                depth -= pattern[j] == ")"
+                j += 1
+                if depth == 0:
+                    break
+            i = j
+            continue
+        out.append(pattern[i])
+        i += 1
+    return "".join(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Capability:
     """One harmful capability a definition declares."""
@@ -224,4 +248,4 @@ MORE_RULES: tuple[Rule, ...] = (
        r"(?:internal|other|adjacent|corporate)\s+(?:networks?|hosts?|machines?|systems?)", threat=True),
 )
 
-__all__ = ["AUTHORISED", "MORE_RULES", "Capability", "Rule", "rule", "sentence_end", "within"]
+__all__ = ["AUTHORISED", "MORE_RULES", "Capability", "Rule", "for_re2", "rule", "sentence_end", "within"]

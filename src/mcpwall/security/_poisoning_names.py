@@ -33,6 +33,8 @@ _VERSION = re.compile(r"v?\d+|v")
 _SYNONYMS = ({"get", "fetch", "retrieve", "obtain", "load", "pull"}, {"create", "make", "add", "generate", "new"},
              {"delete", "remove", "erase", "destroy", "drop"}, {"search", "find", "lookup", "query"},
              {"send", "post", "dispatch", "submit"}, {"update", "modify", "edit", "change"})
+#: A capital I after a small letter reads as an l in most fonts ("send_emaiI").
+_CAPITAL_I = re.compile(r"(?<=[a-z])I(?![A-Z])")
 _DIGIT_LOOKALIKES = str.maketrans({"0": "o", "1": "l", "3": "e", "5": "s", "7": "t", "|": "l"})
 
 #: Parameter names that ask for the calling model's identity or context.
@@ -49,6 +51,26 @@ _HARVEST_TEXT = re.compile(
     r"|invokes?|invoking|uses?|using) this tool\b|\byour (?:system prompt|instructions|conversation|model name)\b"
     r"|\b(?:system prompt|conversation so far|entire conversation|full conversation|chat history)\b"
     r"|\b(?:list|names) of (?:all )?(?:the )?(?:available |other )?tools\b", re.IGNORECASE)
+
+
+#: Parameters that ask for one of the user's secrets, by name or by what their description asks for.
+_SECRET_NAME = re.compile(
+    r"^(?:(?:user|users|account|login|email|bank|wallet|master|root|admin|my|your)_)?(?:password|passwd|passphrase"
+    r"|ssh_(?:private_)?key|private_key|secret_key|(?:aws_)?secret_access_key|credit_card(?:_number)?|card_number|cvv"
+    r"|cvc|pin|pin_code|card_pin|two_factor_code|(?:2fa|mfa|otp|totp|verification|one_time)_code|otp|totp|seed_phrase|wallet_seed|mnemonic|recovery_phrase|env_vars|environment_variables|env_dump|api_keys|session_cookies?)$")
+_SECRET_ASK = re.compile(
+    r"^\W*(?:(?:the|your|a|an|any|all|contents? of|value of)\s+)*(?:(?:user'?s|users'|their)\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?:password|passphrase|private key|ssh key|secret access key|card number|credit card|cvv|seed phrase|recovery"
+    r" phrase|2fa code|mfa code|otp|one-time code|verification code|recovery"
+    r" phrase|mnemonic|(?:all )?environment variables|(?:api )?(?:keys|tokens|secrets|passwords) (?:that )?the user (?:has )?"
+    r"(?:shared|pasted|entered|typed|mentioned|given))\b", re.IGNORECASE)
+#: What a tool that has a use for a secret is about (signing in, a vault, a database, a wallet, a payment...).
+_SECRET_SCOPE = re.compile(
+    r"\b(?:auth\w*|log ?ins?|logon|sign\w*|passwords?|passphrases?|credentials?|tokens?|keys?|secrets?|vaults?|keychains?"
+    r"|accounts?|users?|registr(?:y|ies)|connect\w*|databases?|db|ssh|sftp|ftp|wallets?|payments?|pay|cards?|checkout"
+    r"|billing|encrypt\w*|decrypt\w*|unlock\w*|configur\w*|setup|api|sessions?|smtp|imap|mail|e-?mails?|sudo|admin\w*"
+    r"|identity|oauth|jwt|certificates?|env\w*|deploy\w*|servers?|hosts?|cloud|aws|gcp|azure|git\w*|bank\w*"
+    r"|variables?|process\w*|shell|terminal|crypto\w*|bitcoin|ethereum)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +197,10 @@ def name_findings(name: str, server: str, peers: Mapping[str, Iterable[str]],
     if scripts:
         found.append(NameFinding("lookalike_name", "high", f"name {name!r} mixes scripts ({scripts})"))
     collision = [s for s in sorted(set(index.servers_of.get(name, ()))) if s != server]
+    as_l = skeleton(_CAPITAL_I.sub("l", name))
+    for other_server, other in index.by_skeleton.get(as_l, ()) if as_l != mine_skel else ():
+        where = f"{other!r}" + (f" on server {other_server!r}" if other_server != server else "")
+        found.append(NameFinding("lookalike_name", "high", f"{name!r} passes for {where} with a capital I for an l"))
     for other_server, other in index.candidates(name):
         if other == name:
             continue
@@ -245,4 +271,20 @@ def harvesting_params(schema: Any) -> list[tuple[str, str]]:
     return out
 
 
-__all__ = ["NameFinding", "NameIndex", "harvesting_params", "name_findings", "skeleton", "words"]
+def out_of_scope_params(name: str, description: Any, schema: Any) -> list[tuple[str, str]]:
+    """Parameters asking for a secret (a password, an SSH or wallet key, a card number, the environment)
+    of a tool whose name and description are about nothing that needs one (a weather or a joke tool):
+    (path, evidence). An auth, vault, database or wallet tool that takes a password is not one."""
+    about = f"{' '.join(words(name))} {description if isinstance(description, str) else ''}"
+    if _SECRET_SCOPE.search(visible_text(about)):
+        return []
+    out = []
+    for key, path, sub in _properties(schema):
+        text = " ".join(str(sub.get(k, "")) for k in ("description", "title") if isinstance(sub.get(k), str))
+        if _SECRET_NAME.match("_".join(words(key))) or (text and _SECRET_ASK.search(visible_text(text))):
+            out.append((path, f"parameter {path!r} asks for a secret a tool about {' '.join(words(name))!r} has no "
+                              "use for"))
+    return out
+
+
+__all__ = ["NameFinding", "NameIndex", "harvesting_params", "name_findings", "out_of_scope_params", "skeleton", "words"]

@@ -13,7 +13,9 @@ first reading already found enough to flag, so ordinary text pays nothing.
 Only quotes count, and only with both signals: a cue word right before the
 quote and a topic word (prompt injection, attack, malicious...) somewhere in
 the text. An unquoted order, or a quoted one in text that is not about
-attacks, is read as it stands.
+attacks, is read as it stands. The one unquoted mention is reported speech
+about the model in a text about attacks ("a description instructing the
+model to read ~/.ssh/id_rsa"): the rest of that sentence is blanked.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ _MENTION = re.compile(
     r"|sentence|payload|prompt|message|instruction)s?|(?:phrases?|strings?|payloads?|texts?|words|sentences|prompts?"
     r"|messages?|commands?|instructions?|inputs?) (?:like|such as|as|containing|that say|saying|reading)"
     r"|known as|called|dubbed|labell?ed|saying|said|says|wrote|writes|reads?|quoted?|quoting|containing|contains"
-    r"|as in"
+    r"|as in|(?:might|could|would|can|may|to|will|often|then) (?:write|type|insert|embed|hide|plant|inject|use|put|add)"
+    # code that holds the string: `payload = '...'`, `scan("...")` (a test, a fixture)
+    r"|[\w\]]+\s*(?:=|:=|\+=|\()"
     r"|(?:tells?|told|telling|instructs?|instructing|asks?|asking) (?:the )?(?:model|agent|llm|ai|assistant|chatbot)s?)"
     r"[\s:,(]{0,4}"
     r"(?:(?:a|an|the|something)\s+)?(?P<q>[\"'`\u201c\u2018\u00ab])", re.IGNORECASE)
@@ -43,6 +47,14 @@ _MENTION = re.compile(
 #: quote opens a list item, as titles are quoted.
 _HEADLINE = re.compile(r"(?m)^[ \t]*(?:\d{1,3}[.)]|[-*\u2022])[ \t]*(?P<q>[\"'`\u201c\u2018\u00ab])")
 _MAX_QUOTE = 400
+#: Reported, not spoken: "a description instructing the model to read ~/.ssh/id_rsa", "can trick the agent into
+#: running ...": what an attack makes the model do, told in the third person (an advisory, a paper). The rest of the
+#: sentence is blanked; an order addresses the model ("you", the imperative), it does not report on it.
+_REPORTED = re.compile(
+    r"\b(?:instruct|tell|ask|direct|cause|make|trick|force|lead|coax|get|convince|manipulate|persuade|induce|steer)"
+    r"(?:s|ed|ing)?\s+(?:the |an? |any |many |most )?(?:ai |llm |coding |victim'?s? )?(?:models?|agents?|llms?|ai"
+    r"|assistants?|chatbots?)\s+(?:to|into)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 
 
 def about_attacks(text: str) -> bool:
@@ -52,10 +64,15 @@ def about_attacks(text: str) -> bool:
 
 def blank_mentions(text: str) -> str:
     """`text` with each quoted example blanked (spaces, same length); `text` itself when none."""
-    if not any(q in text for q in _OPEN_CLOSE) or not about_attacks(text):
+    if not about_attacks(text):
         return text
     out = list(text)
     changed = False
+    for m in _REPORTED.finditer(text):
+        stop = _SENTENCE_END.search(text, m.end(), m.end() + _MAX_QUOTE)
+        for i in range(m.end(), stop.start() if stop else min(len(text), m.end() + _MAX_QUOTE)):
+            out[i] = " "
+        changed = True
     for m in (*_MENTION.finditer(text), *_HEADLINE.finditer(text)):
         close = _OPEN_CLOSE[m.group("q")]
         start = m.end()

@@ -18,6 +18,7 @@ from typing import Any
 
 from mcpwall.security import _poisoning_rules as rules
 from mcpwall.security._poisoning_chars import clean, find_hidden, visible_text
+from mcpwall.security._poisoning_decoded import other_readings
 from mcpwall.security._poisoning_finding import Finding
 
 REDACTED = "[mcpwall: removed text aimed at the agent]"
@@ -63,22 +64,32 @@ def scan_text(text: str, *, tool: str = "", server: str = "", where: str = "cont
     found = rules.hits(visible, response=True)
     score = rules.score(found)
     redacted = 0
-    if score >= 2 and rules.aimed(found):
+    flagged = score >= 2 and rules.aimed(found)
+    if flagged:
         severity = "high" if any(h.weight >= 2 for h in found) or score >= 3 else "medium"
         findings.append(Finding(tool, "result_injection", severity, rules.evidence(visible, found), where, server))
-        if redact:
-            lines = cleaned.split("\n")
-            marks = _lines_to_redact(cleaned)
-            if not any(marks):
-                marks = [True] * len(lines)
-            kept: list[str] = []
-            for line, mark in zip(lines, marks, strict=True):
-                if not mark:
-                    kept.append(line)
-                elif not kept or kept[-1] != REDACTED:
-                    kept.append(REDACTED)
-            redacted = sum(marks)
-            cleaned = "\n".join(kept)
+    else:
+        # an order no phrase rule can read until it is decoded (base64, hex, percent-escapes, leetspeak)
+        for prose in other_readings(visible):
+            inner = rules.hits(visible_text(prose), response=True)
+            if rules.score(inner) >= 2 and rules.aimed(inner):
+                flagged = True
+                findings.append(Finding(tool, "result_injection", "high", "decoded: "
+                                        + rules.evidence(visible_text(prose), inner), where, server))
+                break
+    if flagged and redact:
+        lines = cleaned.split("\n")
+        marks = _lines_to_redact(cleaned)
+        if not any(marks):
+            marks = [True] * len(lines)
+        kept: list[str] = []
+        for line, mark in zip(lines, marks, strict=True):
+            if not mark:
+                kept.append(line)
+            elif not kept or kept[-1] != REDACTED:
+                kept.append(REDACTED)
+        redacted = sum(marks)
+        cleaned = "\n".join(kept)
     return findings, cleaned, redacted
 
 

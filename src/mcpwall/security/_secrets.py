@@ -246,6 +246,22 @@ PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("google-api-key", re.compile(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), r"AIza[0-9A-Za-z_-]{35}"),
     SecretPattern("jwt", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
                   r"eyJ[A-Za-z0-9_-]{8,}\.eyJ", check=_jwt),
+    # tokens of named services, each by its documented prefix and shape (as gitleaks knows them): GitLab, npm, PyPI,
+    # SendGrid, Hugging Face, Shopify, DigitalOcean, Databricks, HashiCorp Vault, Doppler, Twilio, Telegram, Discord
+    # webhooks, Linear, age, Grafana, Slack app tokens, Mailchimp, and an Azure storage account key
+    SecretPattern("service-token", re.compile(
+        r"(?<![A-Za-z0-9_-])(?:gl(?:pat|dt|rt|ptt|cbt|soat|ft)-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}"
+        r"|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|hf_[A-Za-z]{34}"
+        r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|do[opr]_v1_[a-f0-9]{64}|dapi[a-f0-9]{32}|hv[sb]\.[A-Za-z0-9_-]{24,}"
+        r"|dp\.(?:pt|st|sa|ct)\.[A-Za-z0-9]{40,44}|SK[0-9a-f]{32}|lin_api_[A-Za-z0-9]{40}"
+        r"|AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
+        r"|glc_[A-Za-z0-9+/]{32,}={0,2}|xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{32,}|[0-9a-f]{32}-us\d{1,2})(?![A-Za-z0-9_-])"
+        r"|(?<!\d)\d{8,10}:AA[0-9A-Za-z_-]{33}(?![0-9A-Za-z_-])"
+        r"|https://discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{60,}"),
+        r"gl(?:pat|dt|rt|ptt|cbt|soat|ft)-|npm_[A-Za-z0-9]{36}|pypi-AgEI|SG\.[A-Za-z0-9_-]{22}\.|hf_[A-Za-z]{34}|shp(?:at|ca|pa|ss)_"
+        r"|do[opr]_v1_|dapi[a-f0-9]{32}|hv[sb]\.|dp\.(?:pt|st|sa|ct)\.|SK[0-9a-f]{32}|lin_api_|AGE-SECRET-KEY-1"
+        r"|\d{8}:AA|discord(?:app)?\.com/api/webhooks/|glsa_|glc_|xapp-\d-|[0-9a-f]{32}-us\d"),
+    SecretPattern("service-token", re.compile(r"(?i)AccountKey=([A-Za-z0-9+/]{86}==)"), r"(?i)AccountKey=", 1),
     SecretPattern("db-password", re.compile(
         rf"(?i)(?<![a-z0-9+])(?:{_DB_SCHEMES})://[^\s:/@'\"]+:([^\s@/'\"]+)@[^\s/'\"]+"),
         rf"(?i)(?:{_DB_SCHEMES})://[^\s:/@'\"]+:[^\s@/'\"]+@", 1, _db_password),

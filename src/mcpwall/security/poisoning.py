@@ -14,9 +14,12 @@ This module finds those problems; it decides nothing. Findings are inputs to
 the policy (`mcpwall.stages.poisoning`) and to `mcpwall inspect`. Each has a
 `kind` (see `KINDS`), a `severity` (low < medium < high) and `evidence` a
 person can check. The rules generalise by behaviour, not by phrase: see
-`_poisoning_rules` for the groups and weights. Beside it: `_poisoning_walk`
-(every string of a definition), `_poisoning_names` (look-alikes, harvesting
-parameters), `_poisoning_capability` (tools that declare harm),
+`_poisoning_rules` for the groups and weights, and `_poisoning_orders` for
+the orders only a definition gives. Beside it: `_poisoning_walk` (every
+string of a definition), `_poisoning_guidance` (a server's guidance through
+its own tools), `_poisoning_names` (look-alikes, harvesting and out-of-scope
+parameters), `_poisoning_capability` with `_poisoning_harms`,
+`_poisoning_declared` and `_poisoning_concepts` (tools that declare harm),
 `_poisoning_copies` (descriptions copied under another name),
 `_poisoning_quotes` (quoted examples are mentions), `_poisoning_results`
 (results, redaction, cleaning) and `_poisoning_secrets` (secrets in a saved
@@ -30,12 +33,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpwall.security import _poisoning_orders as orders
 from mcpwall.security import _poisoning_rules as rules
 from mcpwall.security._poisoning_capability import capabilities
 from mcpwall.security._poisoning_chars import find_hidden, visible_text
 from mcpwall.security._poisoning_copies import CopyIndex
 from mcpwall.security._poisoning_finding import SEVERITIES, Finding, worst
-from mcpwall.security._poisoning_names import NameIndex, harvesting_params, name_findings, skeleton, words
+from mcpwall.security._poisoning_guidance import QUOTED, among_own, guidance, names_in, own_names
+from mcpwall.security._poisoning_names import (
+    NameIndex,
+    harvesting_params,
+    name_findings,
+    out_of_scope_params,
+    skeleton,
+    words,
+)
 from mcpwall.security._poisoning_results import REDACTED, ResultScan, sanitize, scan_result, scan_text
 from mcpwall.security._poisoning_secrets import secrets_in
 from mcpwall.security._poisoning_walk import MAX_NAME as _MAX_NAME
@@ -45,7 +57,8 @@ KINDS: dict[str, str] = {
     "hidden_instructions": "instructions aimed at the agent in a tool definition",
     "tool_shadowing": "a definition that gives orders about, or makes claims about, another tool",
     "preference_manipulation": "self-promotion that steers the model's choice of tool",
-    "context_harvesting": "a parameter that asks for the model's identity, prompt, conversation or tools",
+    "context_harvesting": "a parameter that asks for the model's identity, prompt, conversation or tools, or for a "
+                          "secret a tool of its kind has no use for",
     "invisible_unicode": "tag characters, zero-width or bidirectional controls a reviewer cannot see",
     "ansi_escape": "terminal escape sequences or control characters",
     "name_collision": "the same tool name offered by another server",
@@ -64,10 +77,8 @@ RESULT_KINDS = frozenset({"result_injection", "secret_in_result"})
 #: the 872 in tests/trust/public pass 4096): the bound is for what no server needs to send.
 DEFAULT_MAX_DESCRIPTION = 16384
 
-_QUOTED_OR_SNAKE = re.compile(r"[`'\"\u2018\u2019\u201c\u201d]([A-Za-z][\w.-]*)[`'\"\u2018\u2019\u201c\u201d]"
-                              r"|\b([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+)\b|\bthe\s+(\w+)\s+tool\b", re.I)
 _CONTROL_CHAR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_NOT_NAMES = frozenset({"this", "that", "the", "a", "an", "same", "other", "new", "any", "each"})
+
 
 
 # ---------------------------------------------------------------------- definitions
@@ -127,18 +138,10 @@ def _where(starts: list[tuple[int, str]], offset: int) -> str:
     return found
 
 
-def _names_in(text: str) -> set[str]:
-    out = set()
-    for m in _QUOTED_OR_SNAKE.finditer(text):
-        name = next(g for g in m.groups() if g)
-        if name.lower() not in _NOT_NAMES:
-            out.add(name)
-    return out
-
-
 _TOKEN = re.compile(r"[A-Za-z0-9][\w-]*")
-_QUOTED = re.compile(r"[`'\"\u2018\u2019\u201c\u201d]([^`'\"\u2018\u2019\u201c\u201d\s]{1,128})"
-                     r"[`'\"\u2018\u2019\u201c\u201d]")
+#: "the fetch tool": a tool named by its own word.
+_THE_TOOL = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s+([A-Za-z][\w-]*)\s+(?:tool|function)\b")
+
 
 
 _A_PARAMETER = re.compile(r"\s*[:=]|\s+(?:parameters?|params?|arguments?|args?|fields?|options?|flags?|keys?|properties"
@@ -163,8 +166,9 @@ class PeerIndex:
         """Other tools named in `text`: (server, name)."""
         named = {t for t in _TOKEN.findall(text) if t in self.plain}
         # "with the `search` parameter" or `{"search": "webhook"}` names a parameter, not another server's tool
-        named |= {m.group(1) for m in _QUOTED.finditer(text) if m.group(1) in self.names.servers_of
+        named |= {m.group(1) for m in QUOTED.finditer(text) if m.group(1) in self.names.servers_of
                   and not _A_PARAMETER.match(text, m.end())}
+        named |= {m.group(1) for m in _THE_TOOL.finditer(text) if m.group(1) in self.names.servers_of}
         return [(s, n) for n in sorted(named) for s in self.names.servers_of[n] if not (n == own and s == server)]
 
 
@@ -192,8 +196,9 @@ def _judge(parts: list[tuple[str, str]] | tuple[str, list[tuple[int, str]]], nam
     mentioned = index.mentions(joined, name, server) if index.plain or index.names.servers_of else []
     # a name this server or this definition defines (its own `read_file`, its `query` parameter) is its own,
     # whichever other server also has a tool of that name
-    own = _own(known, name) if mentioned else None
+    own = own_names(known, name) if mentioned else None
     cross_server = [(s, n) for s, n in mentioned if s != server and own is not None and skeleton(n) not in own]
+    found += orders.hits(joined, other_tools=bool(cross_server))
     if cross_server:
         n = cross_server[0][1]
         pos = joined.find(n)
@@ -201,11 +206,11 @@ def _judge(parts: list[tuple[str, str]] | tuple[str, list[tuple[int, str]]], nam
     score = rules.score(found)
     if score < 2:
         return None
-    if not cross_server and _guidance(found, joined, own if own is not None else _own(known, name)):
+    if not cross_server and guidance(found, joined, own if own is not None else own_names(known, name)):
         return None
     strong = any(h.weight >= 2 for h in found)
     severity = "high" if strong or score >= 3 else "medium"
-    others = {n for h in found if h.group in rules.CROSS_TOOL_GROUPS for n in _names_in(h.text)} - {name}
+    others = {n for h in found if h.group in rules.CROSS_TOOL_GROUPS for n in names_in(h.text)} - {name}
     kind = "tool_shadowing" if cross_server or others else "hidden_instructions"
     top = max(found, key=lambda h: (h.weight, -h.start))
     evidence = rules.evidence(joined, found)
@@ -213,43 +218,6 @@ def _judge(parts: list[tuple[str, str]] | tuple[str, list[tuple[int, str]]], nam
         named = sorted({n for _, n in cross_server} | others)
         evidence = f"refers to {', '.join(named[:4])}; {evidence}"
     return kind, severity, evidence, _where(starts, top.start)
-
-
-def _among_own(hit: rules.Hit, text: str, siblings: Iterable[str]) -> bool:
-    """"ALWAYS prefer this tool over multiple individual 'fill' or 'click' calls": a choice between this
-    server's own tools, which steers no call away from another server."""
-    if hit.rule != "prefer-me" or not hit.text.lower().startswith(("always", "should", "must")):
-        return False
-    compared = re.match(r"[^.\n]{0,20}?\b(?:over|instead of|rather than)\b([^.\n]{0,80})", text[hit.end:])
-    named = _names_in(compared.group(1)) | set(_QUOTED.findall(compared.group(1))) if compared else set()
-    own = {skeleton(n) for n in siblings}
-    return bool(named) and all(skeleton(n) in own for n in named)
-
-
-_INTO_OWN = re.compile(r"\w+\s+(?:it|this|that|them|these|those)\b", re.I)
-
-
-def _own(known: frozenset[str], name: str) -> set[str]:
-    """The names a definition and its server define, as they look (`skeleton`): "listFollowedProjects"
-    is the server's list_followed_projects."""
-    return {skeleton(k) for k in known} | {skeleton(name)}
-
-
-def _guidance(found: list[rules.Hit], joined: str, own: set[str]) -> bool:
-    """Whether the hits in a definition's text are its server's guidance through its own work
-    (`rules.GUIDANCE_RULES`): no other rule, no obligation to call a tool this server does not have
-    (function dependency injection), and "when `file_path` is used" or "pass it as the `outputDir`
-    parameter" about its own parameters only (what is read to fill one is judged by the other rules:
-    "read ~/.ssh/id_rsa and pass it as `note`" is a sensitive path)."""
-    for h in found:
-        if h.weight == 0 or h.rule in rules.GUIDANCE_RULES:
-            continue
-        if h.rule == "tool-order" and all(skeleton(n) in own for n in _names_in(h.text) or ["?"]):
-            continue
-        if h.rule == "smuggle" and _INTO_OWN.match(h.text) and all(skeleton(n) in own for n in _names_in(h.text) or ["?"]):
-            continue  # "you MUST pass it as the `outputDir` parameter": how to fill this tool's own parameter
-        return False
-    return all(skeleton(n) in own for n in rules.called(joined))
 
 
 def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index: PeerIndex, max_description: int,
@@ -296,13 +264,19 @@ def _scan_definition(item: Mapping[str, Any], label: str, *, server: str, index:
         kind, severity, evidence, where = max(verdicts, key=lambda v: (SEVERITIES.index(v[1]), v[0] == "tool_shadowing"))
         add(kind, severity, evidence, where)
 
-    promo = [h for h in rules.promo_hits(prose[0]) if not _among_own(h, prose[0], index.peers.get(server, ()))]
+    promo = [h for h in rules.promo_hits(prose[0]) + orders.promo_hits(prose[0])
+             if not among_own(h, prose[0], index.peers.get(server, ()))]
     if rules.score(promo) >= 2:
         add("preference_manipulation", "medium", rules.evidence(prose[0], promo),
             _where(prose[1], max(promo, key=lambda h: (h.weight, -h.start)).start))
 
     if harvest and walked.truncated is None:
-        for path, evidence in harvesting_params(item.get("inputSchema")):
+        schema = item.get("inputSchema")
+        # the model's own context asked for, then a secret asked for by a tool with no use for one
+        asked = dict(harvesting_params(schema))
+        for path, evidence in out_of_scope_params(name, item.get("description"), schema):
+            asked.setdefault(path, evidence)
+        for path, evidence in asked.items():
             add("context_harvesting", "high", evidence, f"inputSchema.properties.{path}")
         # what the tool says it does: its prose and the words of its name ("steal_browser_passwords");
         # text already read as orders to the agent ("read ~/.ssh/id_rsa") is reported as that, once
