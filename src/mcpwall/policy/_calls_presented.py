@@ -41,6 +41,22 @@ _ISSUERS: Final[dict[str, tuple[tuple[str, ...], str]]] = {
     "google-api-key": (("googleapis.com", "google.com"), "google"),
     "aws-access-key": (("amazonaws.com",), "aws"),
 }
+#: The issuers of `service-token`s (`mcpwall.security._secrets`), by the token's documented prefix; a token of a
+#: service whose host varies (Vault, Databricks) or that is never presented in a header (age keys) has none.
+_SERVICES: Final[tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...]] = (
+    (re.compile(r"gl(?:pat|dt|rt|ptt|cbt|soat|ft)-"), ("gitlab.com",), "gitlab"),
+    (re.compile(r"npm_[A-Za-z0-9]{36}"), ("npmjs.org", "npmjs.com"), "npm"),
+    (re.compile(r"pypi-AgEI"), ("pypi.org",), "pypi"),
+    (re.compile(r"SG\.[A-Za-z0-9_-]{22}\."), ("sendgrid.com",), "sendgrid"),
+    (re.compile(r"hf_[A-Za-z]{34}"), ("huggingface.co",), "huggingface"),
+    (re.compile(r"shp(?:at|ca|pa|ss)_"), ("myshopify.com", "shopify.com"), "shopify"),
+    (re.compile(r"do[opr]_v1_"), ("digitalocean.com",), "digitalocean"),
+    (re.compile(r"dp\.(?:pt|st|sa|ct)\."), ("doppler.com",), "doppler"),
+    (re.compile(r"lin_api_"), ("linear.app",), "linear"),
+    (re.compile(r"xapp-\d-"), ("slack.com",), "slack"),
+    (re.compile(r"gl(?:sa|c)_"), ("grafana.net", "grafana.com"), "grafana"),
+    (re.compile(r"[0-9a-f]{32}-us\d"), ("api.mailchimp.com",), "mailchimp"),
+)
 #: Credentials with no issuer the text names: presented only to this machine.
 _LOCAL_ONLY: Final = frozenset({"jwt", "api-key", "secret", "db-password", "url-secret", "high-entropy"})
 _SLOT_KEY: Final = re.compile(
@@ -58,12 +74,19 @@ _URLS: Final = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+")
 _LOCAL: Final = re.compile(r"^(?:localhost|[^.]+\.localhost|127(?:\.\d{1,3}){3}|::1)$")
 
 
-def _issued(kind: str, host: str, local_only: bool) -> bool:
+def _issuer(kind: str, text: str) -> tuple[tuple[str, ...], str] | None:
+    """The hosts and the API's name that issue a secret of `kind` found in `text`, if one is known."""
+    found = _ISSUERS.get(kind)
+    if found is not None or kind != "service-token":
+        return found
+    issuers = {(hosts, api) for pattern, hosts, api in _SERVICES if pattern.search(text) is not None}
+    return issuers.pop() if len(issuers) == 1 else None  # two services' tokens in one text: neither's
+
+
+def _issued(domains: tuple[str, ...], host: str) -> bool:
     if _LOCAL.match(host) is not None:
         return True
-    if local_only:
-        return False
-    return any(host == d or host.endswith("." + d) for d in _ISSUERS[kind][0])
+    return any(host == d or host.endswith("." + d) for d in domains)
 
 
 def _slotted(key: str, text: str) -> tuple[set[str], set[str]]:
@@ -99,16 +122,17 @@ def presented(name: str, server: str, derived: list[tuple[int, str, str]],
         if index != SECRETS:
             continue
         base = kind.removesuffix("@sink")
-        local_only = base in _LOCAL_ONLY
-        if not local_only and base not in _ISSUERS:
-            continue
         leaf = texts.get(path)
         if leaf is None:
             continue
+        issuer = None if base in _LOCAL_ONLY else _issuer(base, leaf[1])
+        if issuer is None and base not in _LOCAL_ONLY:
+            continue
+        domains = issuer[0] if issuer is not None else ()
         if hosts:
-            if not all(_issued(base, h, local_only) for h in hosts):
+            if not all(_issued(domains, h) for h in hosts):
                 continue
-        elif local_only or _ISSUERS[base][1] not in names:
+        elif issuer is None or issuer[1] not in names:
             continue
         found = slotted.get(path)
         if found is None:
