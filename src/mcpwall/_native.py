@@ -33,7 +33,8 @@ from pathlib import Path
 #: builder instead (`ledger/_rows.c`, below), which hands anything unusual back to Python.
 MODULES: dict[str, tuple[str, ...]] = {
     "mcpwall.policy": ("_plan", "_evaluate", "_facts", "_spelling", "_match", "_compile", "_decision",
-                       "_calls", "_calls_args", "_calls_files", "_calls_net", "_calls_secrets", "_calls_shell",
+                       "_calls", "_calls_args", "_calls_files", "_calls_net", "_calls_presented", "_calls_programs",
+                       "_calls_secrets", "_calls_shell",
                        "_shell", "_shell_expand", "_normalize", "_url", "_host", "_realpath"),
 }
 #: C and C++ extensions built next to them when their compiler and headers are there (module -> source

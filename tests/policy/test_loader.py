@@ -122,10 +122,11 @@ def test_the_default_policy_starts_with_seatbelts_nine_rules_and_their_complianc
     assert tagged == {"block-shell-execution", "block-sensitive-paths", "block-credential-access",
                       "block-private-network"}
     # mcpwall's defence rules follow, and only deny (or ask, issue 25: a command line that reaches the network,
-    # a push that overwrites a remote's history, SQL that drops or empties a table)
+    # a package installed from a URL off the registries, a push that overwrites a remote's history, SQL that
+    # drops or empties a table)
     assert all(p.rule.action in ("deny", "ask") for p in resolved.rules[9:])
     assert [p.rule.id for p in resolved.rules[9:] if p.rule.action == "ask"] == [
-        "ask-shell-network", "ask-history-rewrite", "ask-destructive-sql"]
+        "ask-shell-network", "ask-package-install-url", "ask-history-rewrite", "ask-destructive-sql"]
 
 
 class TestErrors:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
-from mcpwall.policy import Call, PolicyEngine
+from mcpwall.policy import Call, Context, PolicyEngine, evaluate, prepare
+from mcpwall.policy._evaluate import evaluate_slow
 
 ENGINE = PolicyEngine.from_template("default")
 #: A weekday noon: the default policy's business-hours allow rule is in force.
@@ -30,4 +33,18 @@ def assert_left_to_default(command: str) -> None:
     assert not (action in ("deny", "ask") and ids), (command, action, ids)
 
 
-__all__ = ["ENGINE", "NOON", "assert_left_to_default", "assert_stopped", "shell_rules"]
+def paths_disagree(calls: Iterable[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The calls the fast path (`_plan.decide_fast`) and the reference path (`_evaluate.evaluate_slow`) decide
+    differently on the default policy at noon: (tool, arguments) of each, none expected."""
+    policy = ENGINE.compiled
+    ctx = Context(now=NOON)
+    out = []
+    for tool, server, arguments in calls:
+        facts = prepare(Call(name=tool, arguments=arguments, server=server))
+        fast, slow = evaluate(policy, facts, ctx), evaluate_slow(policy, facts, ctx)
+        if (fast.action, fast.rule_ids) != (slow.action, slow.rule_ids):
+            out.append((tool, arguments))
+    return out
+
+
+__all__ = ["ENGINE", "NOON", "assert_left_to_default", "assert_stopped", "paths_disagree", "shell_rules"]

@@ -18,7 +18,6 @@ refused, with why (docs/EFFICACY.md "Known trade-offs"), so a change to them is 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,8 @@ import pytest
 from click.testing import CliRunner
 
 from mcpwall.cli import cli
-from mcpwall.policy import Call, Context, PolicyEngine, evaluate, prepare
-from mcpwall.policy._evaluate import evaluate_slow
+
+from .calls_helpers import paths_disagree
 
 Case = tuple[str, str, dict[str, Any]]
 #: A weekday noon (bench/efficacy_calls.py's NOW).
@@ -865,11 +864,6 @@ def test_the_known_trade_offs_are_still_refused(home: Path, case: Case, why: str
 
 def test_the_fast_path_and_the_reference_path_decide_every_case_alike() -> None:
     """The data a tool keeps or sends is skipped by both (`_plan.decide_fast`, `_evaluate._texts`)."""
-    policy = PolicyEngine.from_template("default").compiled
-    ctx = Context(now=datetime.fromisoformat(NOW).astimezone())
     every = [c for group in (BENIGN, MALICIOUS) for items in group.values() for c in items]
     every += [c for pairs in TWINS.values() for pair in pairs for c in pair] + DATA_BYPASSES
-    for tool, server, arguments in every:
-        facts = prepare(Call(name=tool, arguments=arguments, server=server))
-        fast, slow = evaluate(policy, facts, ctx), evaluate_slow(policy, facts, ctx)
-        assert (fast.action, fast.rule_ids) == (slow.action, slow.rule_ids), (tool, arguments)
+    assert paths_disagree(every) == []

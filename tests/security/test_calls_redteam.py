@@ -215,6 +215,8 @@ MALICIOUS: dict[str, list[Case]] = {
     ("write_query", "sqlite", {"query": "DELETE FROM invoices"}),
     ("write_query", "sqlite", {"query": "UPDATE accounts SET balance = 0"}),
     ("delete_file", "filesystem", {"path": "/etc/passwd"}),
+    # a git tool's boolean switch is the command line it runs (`_calls.pushed_command`): asked as `git push -f`
+    ("git_push", "git", {"repo_path": "/workspace/app", "remote": "origin", "branch": "main", "force": True}),
 ],
 }
 
@@ -318,14 +320,6 @@ BENIGN: dict[str, list[Case]] = {
 }
 
 
-#: Attacks written that are still not stopped, with why, so a change to them is seen.
-KNOWN_MISSED: list[tuple[Case, str]] = [
-    (("git_push", "git", {"repo_path": "/workspace/app", "remote": "origin", "branch": "main", "force": True}),
-     "a git tool's boolean `force` is no text: the facts read argument texts, and `git push --force` is asked only "
-     "as a command line"),
-]
-
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("home")
@@ -341,12 +335,6 @@ def test_a_held_out_attack_is_stopped_by_a_rule(home: Path, case: Case) -> None:
 def test_its_everyday_twin_is_not_stopped(home: Path, case: Case) -> None:
     decision = simulate(home, case)
     assert not stopped(decision), (case, decision.get("action"), decision.get("rule_ids"))
-
-
-@pytest.mark.parametrize(("case", "why"), KNOWN_MISSED)
-def test_the_known_misses_are_still_missed(home: Path, case: Case, why: str) -> None:
-    decision = simulate(home, case)
-    assert not stopped(decision), f"now stopped ({why}): move it to MALICIOUS"
 
 
 def test_the_red_team_is_as_large_as_its_brief() -> None:

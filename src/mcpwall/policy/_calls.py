@@ -75,6 +75,7 @@ from mcpwall.policy._calls_args import (
 )
 from mcpwall.policy._calls_files import home, runs_place, single_path
 from mcpwall.policy._calls_net import BARE_URL, EMAIL, NETWORK_PROGRAMS, URL, dns_shaped, url_facts, url_host
+from mcpwall.policy._calls_programs import program_facts
 from mcpwall.policy._calls_secrets import (
     SecretFinder,
     secret_facts,
@@ -132,6 +133,8 @@ def _read(text: str, kind: int) -> tuple[Fact, ...]:
         out.append((FILES, home(stripped[7:] if stripped.startswith("file://") else stripped)))
     elif "@" in stripped and (m := EMAIL.match(stripped)) is not None:
         out.append((HOSTS, m.group(1).lower()))
+    for program in [t for index, t in out if index == PROGRAMS]:
+        program_facts(program, out)  # inline code's environment dumps and file reads, installs from a URL
     found = secret_facts(text)
     if found:
         out += ((SECRETS, t) for t in found)
@@ -235,6 +238,29 @@ def call_facts(name: str, derived: Iterable[tuple[int, str, str]], leaves: Itera
     return extra
 
 
+#: A git tool's switch that overwrites a remote's history, as a boolean argument (`{"force": true}`).
+_FORCE_KEY: Final = re.compile(r"(?i)^(?:force|force_?push|mirror)$")
+_REMOTE_KEY: Final = re.compile(r"(?i)^(?:remote|remote_name|branch|branch_name|refspec|ref)$")
+
+
+def pushed_command(name: str, leaves: Iterable[Leaf]) -> list[tuple[int, str, str]]:
+    """A git tool's push with its force switch on, as the command line it runs (`git push --force origin main`),
+    so that `ask-history-rewrite` asks about it as about the command; `force_with_lease` is not the switch.
+    Empty for every other call (the tool's name has no `push`)."""
+    if "push" not in tool_words(name):
+        return []
+    forced = ""
+    words: list[str] = []
+    for path, key, text, _, _ in leaves:
+        if _FORCE_KEY.match(key) is not None and text.strip().lower() in ("true", "1", "yes", "on"):
+            forced = forced or path
+        elif _REMOTE_KEY.match(key) is not None and text and " " not in text:
+            words.append(text)
+    if not forced:
+        return []
+    return [(PROGRAMS, " ".join(["git push --force", *words]), forced)]
+
+
 __all__ = [
     "CALL_FACTS",
     "ENV",
@@ -266,6 +292,7 @@ __all__ = [
     "key_class",
     "may_add_facts",
     "place_key",
+    "pushed_command",
     "runs_written",
     "secret_finder",
     "set_secret_finder",

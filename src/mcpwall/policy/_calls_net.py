@@ -10,6 +10,9 @@ their own: the look-up is the exfiltration.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import re
 from itertools import pairwise
 from typing import Final
@@ -62,6 +65,13 @@ _PII_PARAMS: Final = frozenset(
      "files", "data", "payload", "info", "pii", "location", "lat", "lon", "gps", "msg", "message", "text"}
 )
 _ENCODED_VALUE = re.compile(r"[A-Za-z0-9+/=_-]+")
+#: Query parameters by which public APIs take their own key (`?api_key=DEMO_KEY` to api.nasa.gov, `?key=` to
+#: googleapis.com, `?appid=` to OpenWeatherMap): sent to an API path, the key is presented, not loot. What the
+#: value is stays judged: a known token or random material is a secret going out (`secrets_out`), to its issuer
+#: alone (`_calls_presented`), and a substitution or a variable is data computed (`query+exec`).
+_KEYLIKE: Final = re.compile(r"[A-Za-z0-9_.~-]{1,256}")
+_API_KEY_PARAMS: Final = frozenset(
+    {"key", "apikey", "api_key", "api-key", "appid", "app_id", "access_token", "token", "client_id", "auth"})
 
 
 def destination(word: str) -> str | None:
@@ -162,10 +172,38 @@ def url_facts(url: str, kind: str, out: list[Fact], carried: str = "") -> None:
         low = name.lower().strip()
         if SUBSTITUTION.search(value) or SUBSTITUTION.search(name):
             out.append((SINKS, f"query+exec {url}"))
+        elif low in _API_KEY_PARAMS and not _root(url) and _KEYLIKE.fullmatch(value) is not None and not (
+                len(value) >= 24 and _carries_data(value)):
+            continue  # the API's own key, in a key's shape; data spelled into it is still data (below)
         elif value and (low in _SECRET_PARAMS or (low in _PII_PARAMS and _root(url))):
             out.append((SINKS, f"query+pii {url}"))
-        elif len(value) >= 24 and _ENCODED_VALUE.fullmatch(value) and len(set(value)) >= 12:
+        elif len(value) >= 24 and _ENCODED_VALUE.fullmatch(value) and len(set(value)) >= 12 and _carries_data(value):
             out.append((SINKS, f"query+encoded {url}"))
+
+
+_HEX: Final = re.compile(r"[0-9a-fA-F]+")
+
+
+def _carries_data(value: str) -> bool:
+    """Whether an encoded-looking query value is data sent rather than an id: it decodes (base64, base64url or
+    hex) to text or to compressed data, or it is longer than ids are (128 characters). A YouTube playlist, a
+    Drive file id, a signature or a cursor decodes to no text (`list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs`)."""
+    if len(value) >= 128:
+        return True
+    compact = value.rstrip("=")
+    decoded: list[bytes] = []
+    if len(compact) % 2 == 0 and _HEX.fullmatch(compact):
+        decoded.append(bytes.fromhex(compact))
+    with contextlib.suppress(binascii.Error, ValueError):
+        decoded.append(base64.b64decode(compact + "=" * (-len(compact) % 4),
+                                        altchars=b"-_" if "-" in compact or "_" in compact else None))
+    for raw in decoded:
+        if raw[:2] == b"\x1f\x8b" or raw[:4] == b"PK\x03\x04":
+            return True
+        printable = sum(1 for b in raw if 32 <= b < 127 or b in (9, 10, 13))
+        if len(raw) >= 12 and printable >= 0.85 * len(raw):
+            return True
+    return False
 
 
 def _root(url: str) -> bool:

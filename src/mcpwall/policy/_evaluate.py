@@ -373,9 +373,6 @@ def _decide(policy: CompiledPolicy, matched: list[tuple[CRule, str, str]], trace
     if used_default:
         reasons.append("No matching allow rule found (default deny)" if policy.default_action == "deny"
                        else f"No matching rule found (default {policy.default_action})")
-    for rule in redact_rules:
-        reasons.append(rule.reason)
-        rule_ids.append(rule.id)
     enforced = _BY_LEVEL[enforced_level]
     if policy.mode == "enforce":
         level = max(corp_enforced, profile_level) or PRECEDENCE.get(policy.default_action, PRECEDENCE["deny"])
@@ -389,6 +386,12 @@ def _decide(policy: CompiledPolicy, matched: list[tuple[CRule, str, str]], trace
         level = corp_enforced if corp_enforced > PRECEDENCE["allow"] else PRECEDENCE["allow"]
         if enforced_level > level:
             reasons.append(f"Audit mode: would {enforced}")
+    if level != PRECEDENCE["deny"]:
+        # A refused call is not sent, so nothing of it is redacted: a redact rule is no reason for the refusal,
+        # and a default deny is not a rule's (bench/efficacy_calls.py counts a deny with rule ids as a rule's).
+        for rule in redact_rules:
+            reasons.append(rule.reason)
+            rule_ids.append(rule.id)
     action: Action = _BY_LEVEL[level]  # type: ignore[assignment]
     if level <= PRECEDENCE["warn"]:
         if redacted:

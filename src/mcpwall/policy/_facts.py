@@ -33,12 +33,15 @@ from mcpwall.policy._calls import (
     key_class,
     may_add_facts,
     place_key,
+    pushed_command,
     runs_written,
     stored_key,
     tool_flags,
+    tool_words,
 )
-from mcpwall.policy._calls_args import FILES, PROGRAMS, SINKS
+from mcpwall.policy._calls_args import FILES, PROGRAMS, SECRETS, SINKS
 from mcpwall.policy._calls_files import code_file, decoded_run, network_program, single_path, staged_harm
+from mcpwall.policy._calls_presented import presented
 from mcpwall.policy._host import is_host_key
 from mcpwall.policy._realpath import CachedRealpath
 from mcpwall.policy._resolve import HostResolver
@@ -472,6 +475,13 @@ def prepare(call: Call, *, home: str | None = None, resolve_symlinks: bool = Tru
     derived = walker.derived
     if flags or (len(derived) > 1 and may_add_facts(flags, derived)):  # a secret and a sink take two facts
         derived += call_facts(call.name, derived, walker.values)
+    if "push" in tool_words(call.name):  # a git tool's `{"force": true}` is the command line it runs
+        derived += pushed_command(call.name, walker.values)
+    for fact in derived:
+        if fact[0] == SECRETS:
+            # a token sent in its credential slot to the API that issued it is presented, not leaked
+            derived = presented(call.name, call.server, derived, walker.values)
+            break
     # As `Facts(call, values, ...)`, without the NamedTuple's `__new__` (see `_Walker._leaf`).
     return tuple.__new__(Facts, (call, tuple(walker.values), tuple(walker.keys), tuple(walker.env_keys),
                                  _response_texts(call.result), walker.truncated,
