@@ -7,14 +7,17 @@ below exercise the remembered path, not only the full checks); then the same cal
 changed (each MCP header, a header sent twice, the envelope's version, its log level, the tool's
 name, another agent) must get exactly the full checks' answer, and the call as it was passes again
 after each. A tool whose catalog entry comes to designate an `x-mcp-header` after its call was
-remembered has its `Mcp-Param-*` header required at once.
+remembered has its `Mcp-Param-*` header required at once. A remembered call is routed as it was
+then (`_routing.REMEMBERED`), so each thing its route or its checks rest on is changed under a
+remembered call: the policy (reloaded to deny the tool), the upstream (restarted: a new process and
+catalog) and the server (gone): the call meets the new state, never the old route.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -67,7 +70,7 @@ async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str
     async with serve_http(built, app_wrapper=keep) as base:
         assert await built.gateway.servers["everything"].wait_ready(60)
         yield {"url": base, "token": token(built), "entered": entered, "gateway": built.gateway,
-               "frontend": apps[0]}
+               "frontend": apps[0], "home": home}
 
 
 def body(name: str = "everything__echo", version: str = MODERN, level: str | None = None) -> dict[str, Any]:
@@ -156,3 +159,77 @@ async def test_a_tool_that_comes_to_designate_a_header_has_it_checked_at_once(gw
     finally:
         tools["echo"] = entry
     await passes(gw)
+
+
+async def test_a_policy_reload_decides_the_remembered_call_anew(gw: dict[str, Any]) -> None:
+    await passes(gw)
+    store = gw["gateway"].policy
+    policy = gw["home"] / "policy.yaml"
+    policy.write_text(POLICY + "rules:\n  - {id: no-echo, tools: [echo], action: deny}\n")
+    try:
+        assert store.reload()
+        entered = gw["entered"].count
+        denied = await post(gw, body(), headers())
+        assert denied.json()["error"]["code"] == -32001, denied.text
+        assert "no-echo" in denied.text
+        assert gw["entered"].count == entered  # denied by the policy stage, before the last stage
+    finally:
+        policy.write_text(POLICY)
+        assert store.reload()
+    await passes(gw)
+
+
+async def test_a_restarted_upstream_is_the_one_a_remembered_call_reaches(gw: dict[str, Any]) -> None:
+    await passes(gw)
+    upstream = gw["gateway"].servers["everything"]
+    old = upstream.catalog.tools["echo"]
+    await upstream.stop()
+    await upstream.start()
+    assert await upstream.wait_ready(60)
+    assert upstream.catalog.tools["echo"] is not old  # a new catalog: the remembered shape no longer holds
+    await passes(gw)
+    await passes(gw)  # remembered again, on the new catalog
+    shape = next(s for key, s in gw["frontend"].modern._passed._by.items() if key[2] is None)  # (no X-Agent-Id)
+    assert shape.upstream is upstream
+    assert shape.entry is not old  # (the new process may list its tools again: not asserted to be the last)
+
+
+async def test_a_server_gone_under_a_remembered_call_is_unknown_to_it(gw: dict[str, Any]) -> None:
+    await passes(gw)
+    await passes(gw)
+    servers = gw["gateway"].servers
+    gone = servers.pop("everything")
+    try:
+        entered = gw["entered"].count
+        answer = await post(gw, body(), headers())
+        assert answer.json()["error"]["code"] == -32601, answer.text
+        assert "Unknown server" in answer.text
+        assert gw["entered"].count == entered
+    finally:
+        servers["everything"] = gone
+    await passes(gw)
+
+
+def test_routing_checks_the_remembered_server_is_still_there() -> None:
+    """The slot alone never routes: a remembered server that is gone is looked up as any call's."""
+    from types import SimpleNamespace
+
+    from mcpwall.protocol import ProtocolError
+    from mcpwall.proxy._routing import REMEMBERED, Router
+
+    msg = body()
+    session = SimpleNamespace(server=None, protocol_version=MODERN, log_level=None)
+    ctx = SimpleNamespace(session=session, method="tools/call", params=msg["params"], id=9, message=msg,
+                          emit=None, server=None, target=None)
+    router = Router.__new__(Router)
+    servers: dict[str, Any] = {"other": object()}
+    router.gw = cast(Any, SimpleNamespace(servers=servers))
+    REMEMBERED[0], REMEMBERED[1], REMEMBERED[2] = msg, "everything", "echo"
+    try:
+        with pytest.raises(ProtocolError, match="Unknown server"):
+            router.route(ctx)  # type: ignore[arg-type]
+        servers["everything"] = object()
+        router.route(ctx)  # type: ignore[arg-type]
+        assert (ctx.server, ctx.target) == ("everything", "echo")
+    finally:
+        REMEMBERED[0] = REMEMBERED[1] = REMEMBERED[2] = None

@@ -38,6 +38,21 @@ _HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::([0-9]{1,5}))?")
 _ORIGIN = re.compile(r"https?://(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::[0-9]{1,5})?")
 
 
+#: the last request's raw headers (a copy of the list) and their map: a client sends the same headers
+#: call after call, so an equal list (compared in C) is mapped by a copy, not decoded again
+_LAST: list[Any] = [None, {}]
+
+
+def header_map(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """A request's headers by lower-cased name, latin-1 as ASGI gives them (a name sent twice: its
+    last value; `Door.refusal` looks at the raw list for those). Each caller gets a map of its own."""
+    if raw == _LAST[0]:
+        return dict(_LAST[1])
+    made = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+    _LAST[0], _LAST[1] = list(raw), dict(made)
+    return made
+
+
 def _forbidden(text: str) -> Reject:
     return Reject(ErrorCode.UNAUTHORIZED, f"Forbidden: {text} (DNS rebinding guard)", http_status=403,
                   outcome="rejected")
@@ -126,4 +141,4 @@ class Door:
         return m is not None and m.group(1) in LOOPBACK_HOSTS
 
 
-__all__ = ["SINGLE", "Door"]
+__all__ = ["SINGLE", "Door", "header_map"]

@@ -331,6 +331,9 @@ class Gateway:
             if not self.router.tasks.holds(ctx):  # a task's call completes with its result (_tasks.py)
                 await self.pipeline.complete(ctx)
 
+    #: `handle_request` of a request its frontend checked as `classify` does (`_mrtr.plainly`, `_passed`)
+    handle_checked = _request
+
     def _cancel_upstream(self, inflight: Inflight, reason: str) -> None:
         if inflight.server and inflight.upstream_id is not None and inflight.server in self.servers:
             self.spawn(self.servers[inflight.server].cancel(inflight.upstream_id, reason))

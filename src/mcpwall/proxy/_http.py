@@ -49,7 +49,7 @@ from mcpwall.proxy._asgi import (
     reply,
     reply_json,
 )
-from mcpwall.proxy._door import Door
+from mcpwall.proxy._door import Door, header_map
 from mcpwall.proxy._gateway import Gateway
 from mcpwall.proxy._modern import ModernSessions
 from mcpwall.proxy._routes import ANY, Mount, Route, Routes, not_found, opens_in_browser, to_dashboard
@@ -124,7 +124,7 @@ class HttpFrontend:
             return
         path: str = scope["path"]
         method: str = scope["method"]
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = header_map(scope["headers"])
         reject = self.door.refusal(scope, headers)  # Host, Origin, target: before any route
         if reject is not None:
             await self._turn_away(scope, receive, send, reject)

@@ -48,6 +48,7 @@ from mcpwall.protocol.naming import split
 from mcpwall.proxy._asgi import Receive, Scope, Send, peer, reply, reply_json
 from mcpwall.proxy._listen import serve_stream
 from mcpwall.proxy._passed import Key, Passed, Signature
+from mcpwall.proxy._routing import REMEMBERED
 from mcpwall.proxy._sse import Call, answer_request
 
 if TYPE_CHECKING:
@@ -274,12 +275,14 @@ class ModernSessions:
                 CHECKED[0], CHECKED[1] = meta, shape.env  # routing reads it again (`remember_envelope`, inline)
                 session = shape.session
                 session.last_seen = time.monotonic()
-                if msg["id"] in session.inflight:
+                if (rid := msg["id"]) in session.inflight:
                     return self._answer(receive, send, msg, size, session)
-                # `_answer` of a tools/call whose id is free: straight to `Holds.serve`, or, for a first call
-                # of a client that can be asked nothing, past it (its look made when the shape was kept)
-                mrtr = self.gateway.traffic.mrtr
-                run: Call = (partial(mrtr.plainly, session, msg, size) if not shape.askable
+                # `_answer` of a tools/call whose id is free: straight to `Holds.serve`, or, for a first call of a
+                # client that can be asked nothing, past it (its look made when the shape was kept), routed as
+                # then and, when `classify` would pass it, without that look again
+                mrtr, REMEMBERED[0], REMEMBERED[1], REMEMBERED[2] = self.gateway.traffic.mrtr, msg, shape.owner, shape.tool
+                run: Call = (partial(mrtr.plainly, session, msg, size, checked=msg.get("jsonrpc") == "2.0" and (
+                    rid.__class__ is str or rid.__class__ is int)) if not shape.askable
                              and params.get("requestState") is None and params.get("inputResponses") is None
                              else partial(mrtr.serve, session, msg, size=size))
                 return answer_request(receive, send, run, [], _status_of)

@@ -136,11 +136,13 @@ class Holds:
             return self._hold(session, msg, emit, size, caps)
         return self._retry(session, msg, emit)
 
-    def plainly(self, session: Session, msg: Message, size: int, emit: Emit | None) -> Awaitable[Message | None]:
+    def plainly(self, session: Session, msg: Message, size: int, emit: Emit | None,
+                checked: bool = False) -> Awaitable[Message | None]:
         """`serve` of a first call (no requestState, no inputResponses) of a client that declared none of
         elicitation, sampling and roots: any request's way, a question refused as `ask` refuses it. (The
         frontend comes here straight for a call like the last one that passed: `_passed`.)"""
-        return self.gw.handle_request(session, msg, partial(self._refused_or_relayed, session, emit), bytes_in=size)
+        handle = self.gw.handle_checked if checked else self.gw.handle_request  # checked: as `classify` does
+        return handle(session, msg, partial(self._refused_or_relayed, session, emit), bytes_in=size)
 
     async def _retry(self, session: Session, msg: Message, emit: Emit | None) -> Message | None:
         """A retry with `inputResponses` and the `requestState` of a round: checked, then resumed."""

@@ -57,6 +57,12 @@ def _pushing(session: Session) -> Emit:
 #: what a 2026-07-28 request may not call: the methods it removed, and the handshake
 _NOT_MODERN = REMOVED | {"initialize"}
 
+#: (the message, its server, the tool's name there) of a tools/call like its client's last one that passed
+#: the door (`_passed`; set by the HTTP frontend): routed as that one was. The route of a tools/call is
+#: read from its endpoint's server (the session's) and its name alone, both the same as then, so only the
+#: server's presence is looked at again. A slot holding the message keeps its identity from being reused.
+REMEMBERED: list[Any] = [None, None, None]
+
 #: Methods routed to the upstream that owns the named tool, prompt or resource.
 ROUTED = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe",
                     "resources/unsubscribe", "completion/complete"})
@@ -90,6 +96,9 @@ class Router:
                 session.protocol_version = env.version
                 if env.client_name:
                     session.client_name, session.client_version = env.client_name, env.client_version
+            if REMEMBERED[0] is ctx.message and REMEMBERED[1] in self.gw.servers:
+                ctx.server, ctx.target = REMEMBERED[1], REMEMBERED[2]
+                return
         if method == "logging/setLevel":
             # Remembered for every session, forwarded or answered here: the server's unsolicited log
             # lines go to the sessions that asked for logs (on_upstream_notification).
@@ -233,4 +242,4 @@ class Router:
             ctx.session.subscriptions.discard(ctx.target)
 
 
-__all__ = ["ROUTED", "Router"]
+__all__ = ["REMEMBERED", "ROUTED", "Router"]
