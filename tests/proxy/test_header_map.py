@@ -43,3 +43,9 @@ def test_a_header_list_changed_after_it_was_mapped_is_mapped_anew() -> None:
     header_map(raw)
     raw[1] = (b"authorization", b"Bearer other")
     assert header_map(raw)["authorization"] == "Bearer other"
+
+
+def test_headers_given_as_an_iterator_are_mapped_and_leave_nothing_wrong_behind() -> None:
+    assert header_map(iter(BASE)) == fresh(BASE)  # ASGI allows any iterable
+    assert header_map([]) == {}
+    assert header_map(list(BASE)) == fresh(BASE)

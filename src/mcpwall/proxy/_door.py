@@ -48,8 +48,9 @@ def header_map(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     last value; `Door.refusal` looks at the raw list for those). Each caller gets a map of its own."""
     if raw == _LAST[0]:
         return dict(_LAST[1])
-    made = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
-    _LAST[0], _LAST[1] = list(raw), dict(made)
+    pairs = list(raw)  # once: an iterator read by the map would leave an empty list remembered
+    made = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in pairs}
+    _LAST[0], _LAST[1] = pairs, dict(made)
     return made
 
 
