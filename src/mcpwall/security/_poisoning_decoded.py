@@ -28,6 +28,7 @@ from urllib.parse import unquote
 
 import re2
 
+from mcpwall._re2 import search_set
 from mcpwall.security._decode import b64_bytes, readable
 
 MAX_RUN = 16 << 10
@@ -50,6 +51,10 @@ _LEET = str.maketrans("013457@$", "oieastas")
 #: any of the shapes below: ordinary text is searched once (each RE2 call costs about 2 us)
 _ANY = re2.compile(r"[A-Za-z0-9+/_-]{24}|%[0-9A-Fa-f]{2}|[A-Za-z][013457]+[A-Za-z]|[A-Za-z][._-][A-Za-z][._-][A-Za-z]"
                    r"[._-][A-Za-z]", _OPTIONS)
+#: `_ANY` as a one-pattern set of the thin binding, which keeps the GIL: google-re2's `search` releases it
+#: around every match, and in the gateway, where the ledger's writer thread waits for it, that cost tens of
+#: microseconds a result (bench/stage_costs.py --shipped: the poisoning stage +9 -> +34 us a call)
+_ANY_MATCH = search_set([_ANY.pattern], _OPTIONS.max_mem)
 _SPELLED = re2.compile(r"\b[A-Za-z](?:\.[A-Za-z]){3,}\b|\b[A-Za-z](?:-[A-Za-z]){3,}\b|\b[A-Za-z](?:_[A-Za-z]){3,}\b",
                        _OPTIONS)
 
@@ -81,7 +86,7 @@ def _decoded(text: str) -> list[str]:
 
 def other_readings(text: str) -> list[str]:
     """What `text` also says once decoded (base64, hex, percent-escapes, leetspeak); empty for ordinary text."""
-    if _ANY.search(text) is None:
+    if not _ANY_MATCH(text):
         return []
     out = _decoded(text)
     if len(_ESCAPE.findall(text, 0, 4096)) >= 3:
