@@ -31,11 +31,15 @@ from pathlib import Path
 #: have carried on. The ledger's row building was tried with mypyc and left out (17% fewer
 #: instructions, and its events carry whatever a client sent); it has a hand-written C
 #: builder instead (`ledger/_rows.c`, below), which hands anything unusual back to Python.
+#: The detectors' walks (`mcpwall.security`: flattening, classify, the heuristics, path checks, the
+#: attack chains, the result scan) take any JSON value typed `Any` and are compiled too (issue 28: -4%
+#: instructions a shipped call); tests/test_native.py runs their adversarial tests as Python as well.
 MODULES: dict[str, tuple[str, ...]] = {
     "mcpwall.policy": ("_plan", "_evaluate", "_facts", "_spelling", "_match", "_compile", "_decision",
                        "_calls", "_calls_args", "_calls_files", "_calls_net", "_calls_presented", "_calls_programs",
                        "_calls_secrets", "_calls_shell",
                        "_shell", "_shell_expand", "_normalize", "_url", "_host", "_realpath"),
+    "mcpwall.security": ("_json", "_classify", "_poisoning_results", "chains", "schema", "_heuristics", "_paths"),
 }
 #: C and C++ extensions built next to them when their compiler and headers are there (module -> source
 #: under src/mcpwall); each is optional: without it the code that uses it takes its Python path.

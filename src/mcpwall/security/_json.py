@@ -14,6 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
+try:  # (mypyc's own marks; without mypy installed the module runs as Python and needs none)
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover
+    def mypyc_attr(*_: str, **__: object) -> Any:  # type: ignore[misc]
+        return lambda cls: cls
+
 MAX_DEPTH = 32
 
 
@@ -37,6 +43,7 @@ def strings(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, s
             yield from strings(v, join(path, i), depth + 1)
 
 
+@mypyc_attr(native_class=False)  # (a list subclass: mypyc compiles only the functions around it)
 class Flat(list[tuple[str, str, str]]):
     """(path, key, text) of every string of one value, in `strings`' order. `plain`: the value held
     only dicts and lists down to `MAX_DEPTH` (a JSON document's shape), so a walk of it meets no string
