@@ -63,8 +63,6 @@ def test_a_compiler_on_the_machine_means_the_hot_path_runs_compiled() -> None:
 def test_the_detectors_run_as_python_find_what_they_find_compiled() -> None:
     # CI runs the suite with the compiled detectors (`make setup` builds them); a machine without a C
     # compiler runs their sources. The detectors' adversarial tests, once more, as Python.
-    if not any(p != "mcpwall.policy" for p in _native.MODULES):
-        pytest.skip("no detector module is compiled")
     env = {**os.environ, "MCPWALL_PURE": "1"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                            str(ROOT / "tests" / "security"), str(ROOT / "tests" / "stages")],
