@@ -70,6 +70,17 @@ def test_the_detectors_run_as_python_find_what_they_find_compiled() -> None:
     assert done.returncode == 0, done.stdout[-4000:]
 
 
+def test_the_modern_door_runs_as_python_as_it_runs_compiled() -> None:
+    # The 2026-07-28 era's modules (`protocol.modern`, `proxy._modern`, `_passed`, `_mrtr`,
+    # `_upstream_modern`) run compiled in CI; their tests of both eras, bridging and MRTR, as Python.
+    env = {**os.environ, "MCPWALL_PURE": "1"}
+    tests = [str(ROOT / "tests" / "proxy" / name) for name in (
+        "test_modern_http.py", "test_modern_passed.py", "test_modern_upstream.py", "test_mrtr.py", "test_mrtr_eras.py")]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-4000:]
+
+
 def _re2_headers() -> bool:
     return shutil.which("g++") is not None and any(
         Path(d, "re2", "set.h").exists() for d in ("/usr/include", "/usr/local/include"))
@@ -158,7 +169,7 @@ def test_pure_mode_ignores_a_current_build(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("MCPWALL_PURE", "0")
     _native.use_compiled(path, "mcpwall.policy")
     assert path == [str(_native.BUILD / "mcpwall.policy")]
-    _native.use_compiled(path, "mcpwall.proxy")  # nothing of it is compiled
+    _native.use_compiled(path, "mcpwall.dashboard")  # nothing of it is compiled
     assert path == [str(_native.BUILD / "mcpwall.policy")]
 
 

@@ -34,12 +34,18 @@ from pathlib import Path
 #: The detectors' walks (`mcpwall.security`: flattening, classify, the heuristics, path checks, the
 #: attack chains, the result scan) take any JSON value typed `Any` and are compiled too (issue 28: -4%
 #: instructions a shipped call); tests/test_native.py runs their adversarial tests as Python as well.
+#: The 2026-07-28 era's own work per call (`protocol.modern`: the envelope, `resultType`, the bridge's
+#: params; `proxy._modern`, `_passed`, `_mrtr`, `_upstream_modern`: the sessionless door, the remembered
+#: call, MRTR, the modern upstream) is compiled too (issue 24: its cost beside the legacy session's).
 MODULES: dict[str, tuple[str, ...]] = {
     "mcpwall.policy": ("_plan", "_evaluate", "_facts", "_spelling", "_match", "_compile", "_decision",
                        "_calls", "_calls_args", "_calls_files", "_calls_net", "_calls_presented", "_calls_programs",
                        "_calls_secrets", "_calls_shell",
                        "_shell", "_shell_expand", "_normalize", "_url", "_host", "_realpath"),
-    "mcpwall.security": ("_json", "_classify", "_poisoning_results", "chains", "schema", "_heuristics", "_paths"),
+    "mcpwall.security": ("_json", "_classify", "_poisoning_results", "chains", "schema", "_heuristics", "_paths",
+                         "selfguard", "judge", "_secrets", "_prefilter", "_decode", "_poisoning_decoded"),
+    "mcpwall.protocol": ("modern",),
+    "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mrtr"),
 }
 #: C and C++ extensions built next to them when their compiler and headers are there (module -> source
 #: under src/mcpwall); each is optional: without it the code that uses it takes its Python path.

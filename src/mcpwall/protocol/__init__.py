@@ -6,7 +6,12 @@ of every MCP type would cost more than the whole relay budget per call
 need a field read it from `params` themselves.
 """
 
+# ruff: noqa: E402  (the submodules are imported after `use_compiled` has chosen where from)
 from __future__ import annotations
+
+from mcpwall._native import use_compiled as _use_compiled
+
+_use_compiled(__path__, __name__)  # before any submodule: see mcpwall._native
 
 import re
 from enum import IntEnum

@@ -7,7 +7,12 @@
 See docs/ARCHITECTURE.md for the picture.
 """
 
+# ruff: noqa: E402  (the submodules are imported after `use_compiled` has chosen where from)
 from __future__ import annotations
+
+from mcpwall._native import use_compiled as _use_compiled
+
+_use_compiled(__path__, __name__)  # before any submodule: see mcpwall._native
 
 from mcpwall._token import (
     TOKEN_ENV,
