@@ -16,7 +16,7 @@ open. Anything else takes the full checks. One entry per client, at most `_KEEP`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from mcpwall.pipeline import Session
 from mcpwall.protocol.modern import Envelope
@@ -34,19 +34,25 @@ Key = tuple[str | None, str, str | None]
 Signature = tuple[str | None, str | None, str | None, str]
 
 
-class _Shape(NamedTuple):
-    sig: Signature
-    meta: dict[str, Any]
-    env: Envelope
-    session: Session
-    #: the server's name, the server, the tool's name there and its catalog entry then
-    owner: str
-    upstream: Any
-    tool: str
-    entry: Any
-    #: whether the `_meta` declares a capability a held call's questions need (`_mrtr.can_be_asked`):
-    #: when not, a first call goes to `Holds.plainly` without `Holds.serve`'s look
-    askable: bool
+class _Shape:
+    """What one call that passed showed (a plain class: compiled, the door reads its fields in C)."""
+
+    __slots__ = ("askable", "entry", "env", "meta", "owner", "session", "sig", "tool", "upstream")
+
+    def __init__(self, sig: Signature, meta: dict[str, Any], env: Envelope, session: Session, owner: str,
+                 upstream: Any, tool: str, entry: Any, askable: bool) -> None:
+        self.sig = sig
+        self.meta = meta
+        self.env = env
+        self.session = session
+        #: the server's name, the server, the tool's name there and its catalog entry then
+        self.owner = owner
+        self.upstream = upstream
+        self.tool = tool
+        self.entry = entry
+        #: whether the `_meta` declares a capability a held call's questions need (`_mrtr.can_be_asked`):
+        #: when not, a first call goes to `Holds.plainly` without `Holds.serve`'s look
+        self.askable = askable
 
 
 class Passed:
