@@ -43,7 +43,8 @@ MODULES: dict[str, tuple[str, ...]] = {
                        "_calls_secrets", "_calls_shell",
                        "_shell", "_shell_expand", "_normalize", "_url", "_host", "_realpath"),
     "mcpwall.security": ("_json", "_classify", "_poisoning_results", "chains", "schema", "_heuristics", "_paths",
-                         "selfguard", "judge", "_secrets", "_prefilter", "_decode", "_poisoning_decoded"),
+                         "selfguard", "judge", "_secrets", "_prefilter", "_decode", "_poisoning_decoded", "dlp", "_encoded",
+                         "_poisoning_walk"),
     "mcpwall.protocol": ("modern",),
     "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mrtr"),
 }

@@ -19,7 +19,9 @@ from mcpwall.security import _blocks, _decode
 from mcpwall.security._decode import Budget, Unreadable
 from mcpwall.security._secrets import FILE_MAGIC
 
-#: what `EncodedScan._inspect` says of content it knows and found no secret in (an image, a certificate)
+#: what `EncodedScan._inspect` says of content it knows and found no secret in (an image, a certificate);
+#: compared by value (no secret has an empty type): compiled, a tuple is rebuilt where it is passed on,
+#: so it is never the same object
 KNOWN = ("", "")
 
 Span = tuple[int, int, str, str]
@@ -60,7 +62,7 @@ class EncodedScan:
                 start = len(data[:start].decode("utf-8", "surrogatepass"))
                 end = start + (m.end() - m.start())
             inside = [t for t in taken if t[0] < end and start < t[1]]
-            if found is KNOWN:
+            if found == KNOWN:
                 # a certificate, an image, prose: the entropy catch-all's hits inside it are not keys
                 taken = [t for t in taken if t not in inside or t[2] != "high-entropy"]
                 continue
@@ -86,7 +88,7 @@ class EncodedScan:
             if len(raw) < 20 or not budget.take(len(raw)):
                 continue
             found = self._inspect(bytes(raw), budget, depth, None)
-            if found is not None and found is not KNOWN:
+            if found is not None and found != KNOWN:
                 start, end = m.span()
                 taken = [t for t in taken if not (t[0] < end and start < t[1])]
                 taken.append((start, end, *found))
@@ -134,7 +136,7 @@ class EncodedScan:
         if not budget.take(len(raw)):
             return "unscanned", ""
         found = self._inspect(raw, budget, depth, None)
-        return None if found is KNOWN else found
+        return None if found == KNOWN else found
 
     def _inspect_hex(self, run: str, budget: Budget, depth: int) -> tuple[str, str] | None:
         """A hex dump (`xxd -p`, `od`-free hex, a hex-encoded DER key): what its bytes hold."""

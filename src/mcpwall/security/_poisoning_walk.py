@@ -91,11 +91,14 @@ def walk(definition: Mapping[str, Any], *, skip: frozenset[str] = frozenset(), m
     """Every key and string of `definition` (top-level keys in `skip` left out), depth first."""
     out = Walked()
     nodes = 0
+    # Keys typed `object`: compiled, a `str` would be checked, and a caller's dict may hold others. Lists are
+    # reversed by slicing: mypyc fails on a comprehension over `reversed(list(...))` (an internal error).
+    top: list[tuple[object, Any]] = list(definition.items())
     stack: list[tuple[Any, str, str, int]] = [
-        (value, str(key), str(key), 1) for key, value in reversed(list(definition.items())) if key not in skip]
-    for key in definition:
-        if isinstance(key, str) and key not in skip:
-            _add(out, str(key), key, max_text, is_key=True)
+        (value, str(name), str(name), 1) for name, value in top[::-1] if name not in skip]
+    for name, _ in top:
+        if isinstance(name, str) and name not in skip:
+            _add(out, name, name, max_text, is_key=True)
     while stack:
         value, where, key, depth = stack.pop()
         nodes += 1
@@ -123,7 +126,7 @@ def walk(definition: Mapping[str, Any], *, skip: frozenset[str] = frozenset(), m
                     _add(out, f"{where}.{child_key}"[:512], child_key, max_text, is_key=True)
             stack.extend((v, f"{where}.{k}"[:512], str(k), depth + 1) for k, v in reversed(children))
         else:
-            stack.extend((v, f"{where}[{i}]"[:512], key, depth + 1) for i, v in reversed(list(enumerate(value))))
+            stack.extend((v, f"{where}[{i}]"[:512], key, depth + 1) for i, v in list(enumerate(value))[::-1])
     return out
 
 

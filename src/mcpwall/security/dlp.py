@@ -92,8 +92,9 @@ class Scanner(EncodedScan):
         self._encoded_index = self._hex_index = self._dump_index = self._percent_index = self._uu_index = -1
         self._short_index = -1
         self._encoded_own = False
-        #: scans the text inside binary content: without the catch-alls, which random bytes trip
-        self._binary: Scanner | None = None
+        #: scans the text inside binary content: without the catch-alls, which random bytes trip (typed
+        #: as `EncodedScan` declares it: compiled, a subclass may not narrow an attribute's type)
+        self._binary = None
         if decode:
             shared = [i for i, p in enumerate(self.patterns) if p.prefilter == _blocks.ENCODED_PREFILTER]
             self._encoded_own = not shared
@@ -128,7 +129,7 @@ class Scanner(EncodedScan):
             # a compressed file read as Latin-1 text: its bytes are intact
             with contextlib.suppress(UnicodeEncodeError):
                 packed = self._inspect(text.encode("latin-1"), budget or Budget(self.max_decoded), depth, None)
-                if packed is not None and packed is not KNOWN:
+                if packed is not None and packed != KNOWN:
                     return [(0, len(text), *packed)]
         if "\x00" in text and self._binary is not None and text.count("\x00") * 10 >= len(text) * 4:
             # UTF-16 text read as UTF-8 (`iconv -t utf-16 .env`): every other character a NUL
@@ -140,7 +141,7 @@ class Scanner(EncodedScan):
         if not hits:
             if len(text) < 34 and self._binary is not None and _SHORT_B64.fullmatch(text):
                 packed = self._inspect_run(text, b"", budget or Budget(self.max_decoded), depth)
-                return [] if packed is None or packed is KNOWN else [(0, len(text), *packed)]
+                return [] if packed is None or packed == KNOWN else [(0, len(text), *packed)]
             return []
         taken: list[tuple[int, int, str, str]] = []
         for index in sorted(hits):
