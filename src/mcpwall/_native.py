@@ -37,6 +37,13 @@ from pathlib import Path
 #: The 2026-07-28 era's own work per call (`protocol.modern`: the envelope, `resultType`, the bridge's
 #: params; `proxy._modern`, `_passed`, `_mrtr`, `_upstream_modern`: the sessionless door, the remembered
 #: call, MRTR, the modern upstream) is compiled too (issue 24: its cost beside the legacy session's).
+#: So are the defence stages (`mcpwall.stages`, issue 28), whose JSON is typed `Any` or `object` where it
+#: is read; three things stay as Python: their pydantic blocks (`stages/_configs.py`: mypyc would build a
+#: model from its annotations' bare classes, `list[str]` as `list`, and validate less), the stages not
+#: tried yet (`auth`'s door check, `capture`'s tap, `notify`, which does little per call without
+#: webhooks), and the list and its services (`__init__`, `_components`).
+#: Compiled, a tuple is rebuilt where it is passed on: compare sentinels by value (`security._encoded.KNOWN`);
+#: and a test cannot patch what a compiled module calls.
 MODULES: dict[str, tuple[str, ...]] = {
     "mcpwall.policy": ("_plan", "_evaluate", "_facts", "_spelling", "_match", "_compile", "_decision",
                        "_calls", "_calls_args", "_calls_files", "_calls_net", "_calls_presented", "_calls_programs",
@@ -47,6 +54,9 @@ MODULES: dict[str, tuple[str, ...]] = {
                          "_poisoning_walk"),
     "mcpwall.protocol": ("modern",),
     "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mrtr"),
+    "mcpwall.stages": ("_kit", "chain", "poisoning", "dlp", "honeytokens", "honeytokens_inject", "response_rules",
+                       "schema", "pins", "policy", "protocol", "ratelimit", "circuit", "selfguard", "rbac",
+                       "threatintel", "judge", "listfilter", "audit", "metrics"),
 }
 #: C and C++ extensions built next to them when their compiler and headers are there (module -> source
 #: under src/mcpwall); each is optional: without it the code that uses it takes its Python path.

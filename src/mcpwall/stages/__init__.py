@@ -28,7 +28,12 @@ the stages share, built before them (`_components.py`). A module that is not ins
 skipped, so later stages plug in by adding their module.
 """
 
+# ruff: noqa: E402  (the submodules are imported after `use_compiled` has chosen where from)
 from __future__ import annotations
+
+from mcpwall._native import use_compiled as _use_compiled
+
+_use_compiled(__path__, __name__)  # before any submodule: see mcpwall._native
 
 import importlib
 import importlib.util

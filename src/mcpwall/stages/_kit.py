@@ -15,7 +15,7 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mcpwall.errors import ConfigError
 from mcpwall.pipeline import Reject, RequestContext
@@ -23,12 +23,6 @@ from mcpwall.security._classify import CallFacts, classify
 from mcpwall.security._json import Flat, flatten
 
 M = TypeVar("M", bound=BaseModel)
-
-
-class StageConfig(BaseModel):
-    """Base of the stage blocks: camelCase keys as in the rest of policy.yaml, nothing unknown."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 def stage_block(config: Mapping[str, Any], name: str) -> Any:
@@ -118,5 +112,5 @@ def tool_description(ctx: RequestContext) -> str:
     return desc if isinstance(desc, str) else ""
 
 
-__all__ = ["StageConfig", "arguments", "audit_mode", "call_facts", "enforce", "flat", "matches", "parse",
+__all__ = ["arguments", "audit_mode", "call_facts", "enforce", "flat", "matches", "parse",
            "stage_block", "tool_description"]

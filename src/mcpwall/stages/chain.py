@@ -40,10 +40,9 @@ import logging
 import re
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import re2
-from pydantic import Field
 
 from mcpwall._re2 import search_set
 from mcpwall.pipeline import Holder, Reject, RequestContext, Stage
@@ -63,8 +62,8 @@ from mcpwall.security.chains import (
 )
 from mcpwall.shared import RedisStateStore
 from mcpwall.stages._components import Components
+from mcpwall.stages._configs import ChainConfig
 from mcpwall.stages._kit import (
-    StageConfig,
     arguments,
     audit_mode,
     call_facts,
@@ -85,20 +84,6 @@ _INJECTION = re2.compile(INJECTION.pattern)
 #: whether a text holds it at all, keeping the GIL (google-re2's search releases it: see search_set)
 _INJECTION_IN = search_set([INJECTION.pattern])
 _SCAN_LIMIT = 65_536
-
-
-class ChainConfig(StageConfig):
-    enabled: bool = True
-    killChain: bool = True
-    toxicFlow: bool = True
-    action: Literal["deny", "ask", "warn"] = "deny"
-    workspace: list[str] = Field(default_factory=list)
-    untrustedServers: list[str] = Field(default_factory=list)
-    trustedServers: list[str] = Field(default_factory=list)
-    privateServers: list[str] = Field(default_factory=list)
-    privateToSink: Literal["deny", "ask", "warn", "off"] = "ask"
-    decaySeconds: float = 300.0
-    sourceTtlSeconds: float = 3600.0
 
 
 def _size_hint(args: Mapping[str, Any]) -> int:

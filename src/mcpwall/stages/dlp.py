@@ -39,16 +39,14 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any, Literal
-
-from pydantic import Field, field_validator
+from typing import Any
 
 from mcpwall.pipeline import GatewayView, Reject, RequestContext, Session, Stage
 from mcpwall.protocol import ErrorCode, Message, error
-from mcpwall.security._decode import MAX_DECODED
 from mcpwall.security.dlp import Finding, Fingerprints, Scanner
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, enforce, flat, parse
+from mcpwall.stages._configs import DLPConfig
+from mcpwall.stages._kit import enforce, flat, parse
 
 log = logging.getLogger("mcpwall.dlp")
 
@@ -57,25 +55,6 @@ SCANNED = frozenset({"tools/call", "resources/read", "prompts/get", "completion/
 #: Methods whose `arguments` are checked for credentials.
 ARGUMENTS = frozenset({"tools/call", "prompts/get"})
 MAX_NOTED = 50
-
-
-class DLPConfig(StageConfig):
-    enabled: bool = True
-    action: Literal["redact", "block"] = "redact"
-    exfiltration: bool = True
-    #: credentials in a call's arguments: masked, the call denied, or let through
-    arguments: Literal["redact", "block", "off"] = "redact"
-
-    @field_validator("arguments", mode="before")
-    @classmethod
-    def _yaml_off(cls, value: Any) -> Any:
-        return "off" if value is False else value  # YAML reads a bare `off` as false
-    #: secret types to leave alone (e.g. `high-entropy`)
-    disable: list[str] = Field(default_factory=list)
-    #: decode base64 payloads, compressed streams and archives, and scan what they hold
-    decode: bool = True
-    #: decoded bytes one message may cost; content past it is withheld (`unscanned`)
-    max_decoded_bytes: int = Field(default=MAX_DECODED, alias="maxDecodedBytes", ge=1 << 16, le=1 << 30)
 
 
 class DLPStage(Stage):

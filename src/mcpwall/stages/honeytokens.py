@@ -22,13 +22,12 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
 from mcpwall.pipeline import Reject, RequestContext, Session, Stage
 from mcpwall.protocol import ErrorCode, Message
 from mcpwall.security.honeytokens import Registry
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, enforce, parse
+from mcpwall.stages._configs import HoneytokenConfig
+from mcpwall.stages._kit import enforce, parse
 
 if TYPE_CHECKING:
     from mcpwall.pipeline import GatewayView
@@ -42,15 +41,6 @@ _SKIP = frozenset({"initialize", "ping", "tools/list", "prompts/list", "resource
 
 Kind = Literal["aws", "github", "database"]
 _ALL_KINDS: tuple[Kind, ...] = ("aws", "github", "database")
-
-
-class HoneytokenConfig(StageConfig):
-    enabled: bool = False
-    types: list[Kind] = Field(default_factory=lambda: list(_ALL_KINDS))
-    #: globs of tool names / servers whose results get decoys (empty: all)
-    tools: list[str] = Field(default_factory=list)
-    servers: list[str] = Field(default_factory=list)
-    blockInAudit: bool = True
 
 
 def _enforcing(gateway: GatewayView | None) -> bool:

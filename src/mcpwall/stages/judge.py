@@ -25,14 +25,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode, json_text
 from mcpwall.security.judge import JudgeError, Opinion, RemoteJudge, heuristic, stricter
 from mcpwall.stages._components import Components
+from mcpwall.stages._configs import JudgeConfig, RemoteConfig
 from mcpwall.stages._kit import (
-    StageConfig,
     arguments,
     call_facts,
     enforce,
@@ -43,25 +43,6 @@ from mcpwall.stages._kit import (
 )
 
 log = logging.getLogger("mcpwall.judge")
-
-
-class RemoteConfig(StageConfig):
-    provider: Literal["anthropic", "openai"]
-    model: str = ""
-    apiKeyEnv: str = ""
-    url: str = ""
-    timeoutMs: int = 5000
-    cacheSize: int = 100
-    cacheSeconds: float = 300.0
-    when: Literal["always", "suspicious"] = "always"
-
-
-class JudgeConfig(StageConfig):
-    enabled: bool = True
-    heuristics: bool = True
-    denyScore: int = 3
-    warnScore: int = 1
-    remote: RemoteConfig | None = None
 
 
 class JudgeStage(Stage):

@@ -21,14 +21,11 @@ from typing import TYPE_CHECKING, Any
 from mcpwall.metrics import GatewayMetrics
 from mcpwall.pipeline import RequestContext, Stage
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, parse, stage_block
+from mcpwall.stages._configs import MetricsConfig
+from mcpwall.stages._kit import parse, stage_block
 
 if TYPE_CHECKING:
     from mcpwall.pipeline import GatewayView
-
-
-class MetricsConfig(StageConfig):
-    enabled: bool = True
 
 
 class MetricsStage(Stage):

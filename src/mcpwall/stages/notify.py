@@ -39,7 +39,8 @@ from mcpwall.approvals import Approvals
 from mcpwall.notify import Notifier, SenderOptions, ask_event, events_for
 from mcpwall.pipeline import RequestContext, Stage
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, parse, stage_block
+from mcpwall.stages._configs import StageConfig
+from mcpwall.stages._kit import parse, stage_block
 
 if TYPE_CHECKING:
     from mcpwall.pipeline import GatewayView

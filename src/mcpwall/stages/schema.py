@@ -25,26 +25,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field
-
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
 from mcpwall.security.schema import SchemaCache, path_violations
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, arguments, enforce, flat, parse, stage_block
+from mcpwall.stages._configs import SchemaConfig
+from mcpwall.stages._kit import arguments, enforce, flat, parse, stage_block
 
 log = logging.getLogger("mcpwall.schema")
 _HOME = os.path.expanduser("~")
-
-
-class SchemaConfig(StageConfig):
-    enabled: bool = True
-    #: `validate:` in policy.yaml (the name shadows a pydantic method, hence the alias)
-    validate_arguments: bool = Field(True, alias="validate")
-    pathSafety: bool = True
-    allowPaths: list[str] = Field(default_factory=list)
-    #: extra regexes of sensitive paths (matched on every spelling of a path argument)
-    sensitivePaths: list[str] = Field(default_factory=list)
 
 
 class SchemaStage(Stage):

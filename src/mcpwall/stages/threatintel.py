@@ -26,12 +26,11 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from mcpwall.pipeline import Reject, RequestContext, Stage
 from mcpwall.protocol import ErrorCode
 from mcpwall.security.threatintel import (
-    THREATFOX_API,
     Indicator,
     OfflineFeed,
     ThreatFoxClient,
@@ -40,28 +39,12 @@ from mcpwall.security.threatintel import (
     extract,
 )
 from mcpwall.stages._components import Components
-from mcpwall.stages._kit import StageConfig, enforce, flat, parse, stage_block
+from mcpwall.stages._configs import ApiConfig, ThreatIntelConfig
+from mcpwall.stages._kit import enforce, flat, parse, stage_block
 
 log = logging.getLogger("mcpwall.threatintel")
 
 CHECKED = frozenset({"tools/call", "resources/read", "prompts/get"})
-
-
-class ApiConfig(StageConfig):
-    enabled: bool = True
-    url: str = THREATFOX_API
-    authKeyEnv: str = "THREATFOX_AUTH_KEY"
-    timeoutMs: int = 3000
-    cacheSeconds: float = 3600.0
-    maxLookups: int = 4
-
-
-class ThreatIntelConfig(StageConfig):
-    enabled: bool = True
-    feed: list[str] | str | None = None
-    minConfidence: int = 50
-    action: Literal["deny", "warn"] = "deny"
-    api: ApiConfig | bool | None = None
 
 
 class ThreatIntelStage(Stage):
