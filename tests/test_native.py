@@ -60,6 +60,7 @@ def test_a_compiler_on_the_machine_means_the_hot_path_runs_compiled() -> None:
     assert compiled == [f"{p}.{m}" for p, ms in _native.MODULES.items() for m in ms]
 
 
+@pytest.mark.timeout(900)  # the suite's 120 s is per test; this one runs two folders (~100 s alone)
 def test_the_detectors_run_as_python_find_what_they_find_compiled() -> None:
     # CI runs the suite with the compiled detectors (`make setup` builds them); a machine without a C
     # compiler runs their sources. The detectors' adversarial tests, once more, as Python.
@@ -70,6 +71,7 @@ def test_the_detectors_run_as_python_find_what_they_find_compiled() -> None:
     assert done.returncode == 0, done.stdout[-4000:]
 
 
+@pytest.mark.timeout(600)
 def test_the_modern_door_runs_as_python_as_it_runs_compiled() -> None:
     # The 2026-07-28 era's modules (`protocol.modern`, `proxy._modern`, `_passed`, `_mrtr`,
     # `_upstream_modern`) run compiled in CI; their tests of both eras, bridging and MRTR, as Python.

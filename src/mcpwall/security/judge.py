@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcpwall.errors import InternalError
 from mcpwall.security._classify import CallFacts
 from mcpwall.security._heuristics import Factor, evaluate, score
 from mcpwall.security._json import Flat
+from mcpwall.security._judge_error import JudgeError
 from mcpwall.security.dlp import Scanner
 
 if TYPE_CHECKING:
@@ -78,10 +78,6 @@ def heuristic(tool: str, arguments: Mapping[str, Any], description: str = "", *,
     action = "deny" if total >= deny_score else "warn" if total >= warn_score else "allow"
     return Opinion(action, "heuristic", tuple(f.describe() for f in factors),
                    f"{len(factors)} risk factor(s), score {total}" if factors else "no risk factors", total)
-
-
-class JudgeError(InternalError):
-    """The remote judge gave no usable answer (transport, status, or format)."""
 
 
 @dataclass
