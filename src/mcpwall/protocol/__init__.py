@@ -13,6 +13,7 @@ from mcpwall._native import use_compiled as _use_compiled
 
 _use_compiled(__path__, __name__)  # before any submodule: see mcpwall._native
 
+import json
 import re
 from enum import IntEnum
 from typing import Any, Literal
@@ -118,6 +119,53 @@ def parse(raw: bytes | str) -> Message:
     return value
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not -(2**63) <= value < 2**64:
+        raise ValueError("integer out of range")
+    return value
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("", value)
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def loads_from_server(raw: bytes | str) -> Any:
+    """`orjson.loads` for what a server sends, which also reads a string holding a lone UTF-16 surrogate.
+
+    `"\\ud83d"` alone is valid JSON (RFC 8259, section 8.2) but no Unicode text: a JavaScript server
+    writes it for a string cut inside an emoji (`JSON.stringify` escapes a lone surrogate), a Python
+    one for text read with `surrogateescape`. orjson refuses it, and an answer refused was an answer
+    lost: its call waited for its timeout. Such a message is read by the standard library instead
+    (NaN, Infinity and integers past 64 bits still refused, as orjson refuses them), with every lone
+    surrogate removed from its keys and strings, so the stages scan and the client receives the
+    same text (a removed character cannot split a word the scanners read). Anything else orjson
+    refuses raises its `JSONDecodeError`, as before.
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "surrogate" not in str(exc):
+            raise
+        try:
+            return _without_surrogates(json.loads(raw, parse_constant=_refuse, parse_int=_int64))
+        except (ValueError, RecursionError):
+            raise exc from None
+
+
 def classify(msg: Message) -> Kind:
     """The kind of a parsed message, after checking the envelope."""
     rid = msg.get("id")
@@ -198,6 +246,7 @@ __all__ = [
     "dumps",
     "error",
     "json_text",
+    "loads_from_server",
     "notification",
     "oversized_id",
     "parse",

@@ -16,7 +16,7 @@ from urllib.parse import urljoin
 import httpx
 import orjson
 
-from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, error
+from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, error, loads_from_server
 from mcpwall.transports._sse import events
 from mcpwall.transports.base import OnClosed, OnMessage, TransportClosed, TransportError
 
@@ -67,7 +67,7 @@ class SseTransport:
                             ready.set_result(None)
                     elif ev.event == "message" and ev.data.strip():
                         try:
-                            msg = orjson.loads(ev.data)
+                            msg = loads_from_server(ev.data)
                         except orjson.JSONDecodeError:
                             log.warning("[%s] ignored a non-JSON SSE event", self.name)
                             continue
@@ -141,7 +141,7 @@ class HttpJsonRpcTransport:
                                                headers={"Content-Type": "application/json", **self._headers})
             if response.status_code == 202 or not response.content.strip():
                 return
-            body = orjson.loads(response.content)
+            body = loads_from_server(response.content)
         except (httpx.HTTPError, orjson.JSONDecodeError) as exc:
             if rid is not None:
                 self._on_message(error(rid, ErrorCode.UPSTREAM_ERROR, f"upstream request failed: {exc}",

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import orjson
 
-from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, oversized_id
+from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, loads_from_server, oversized_id
 from mcpwall.transports._lines import log_lines, skip_line
 from mcpwall.transports.base import OnClosed, OnMessage, TransportClosed, TransportError
 
@@ -121,7 +121,7 @@ class StdioTransport:
         if not line:
             return
         try:
-            msg = orjson.loads(line)
+            msg = loads_from_server(line)
         except orjson.JSONDecodeError:
             log.warning("[%s] ignored non-JSON stdout line: %s", self.name, line[:200].decode("utf-8", "replace"))
             return

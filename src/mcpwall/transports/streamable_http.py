@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import orjson
 
-from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, RequestId, error
+from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, RequestId, error, loads_from_server
 from mcpwall.protocol.modern import standard_headers
 from mcpwall.transports._principal import current_principal, login_required
 from mcpwall.transports._sse import events
@@ -154,7 +154,7 @@ class StreamableHttpTransport:
                         return
                     if body.strip():
                         try:
-                            self._deliver(orjson.loads(body), request_id)
+                            self._deliver(loads_from_server(body), request_id)
                         except orjson.JSONDecodeError:
                             self._fail(request_id, "upstream sent invalid JSON")
         except TransportError as exc:  # mcpwall.oauth.LoginRequired among them
@@ -220,7 +220,7 @@ class StreamableHttpTransport:
         if not data.strip():
             return False  # priming event
         try:
-            msg = orjson.loads(data)
+            msg = loads_from_server(data)
         except orjson.JSONDecodeError:
             log.warning("[%s] ignored a non-JSON SSE event", self.name)
             return False

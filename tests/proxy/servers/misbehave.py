@@ -13,7 +13,11 @@ and `ping` correctly, then on `tools/call` of tool `act`:
 In every mode, tool `tell` first sends a `notifications/message` log line
 carrying its arguments (a server logging about its caller's request), then
 answers after `seconds` (default 0). Tool `huge` answers with a 5 MB text, the id
-first or (with `{"id_last": true}`, as the TypeScript SDK orders it) last.
+first or (with `{"id_last": true}`, as the TypeScript SDK orders it) last. Tool `cut` answers
+its `text` (given as code points, `chars`: a sentence in an argument of a server running in the
+gateway's home reads as a path there, which self-protection refuses) with the UTF-16 surrogate `code` (default U+D83D, half an emoji) put alone before
+each index of `at`, escaped as `\\ud83d` the way JavaScript's `JSON.stringify` writes a string
+cut inside an emoji; one more sits alone in a `structuredContent` key.
 Every tools/call it receives is appended to MARKER_DIR/calls.log when given, so
 tests can assert what reached the upstream.
 """
@@ -67,7 +71,9 @@ def main() -> None:
                 {"name": "act", "description": "Does the thing", "inputSchema": {"type": "object"}},
                 {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object"}},
                 {"name": "tell", "description": "Logs, then answers", "inputSchema": {"type": "object"}},
-                {"name": "huge", "description": "Answers too much", "inputSchema": {"type": "object"}}]}})
+                {"name": "huge", "description": "Answers too much", "inputSchema": {"type": "object"}},
+                {"name": "cut", "description": "Answers a text cut inside a character",
+                 "inputSchema": {"type": "object"}}]}})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "tools/call":
@@ -82,6 +88,14 @@ def main() -> None:
                     send({"result": body, "jsonrpc": "2.0", "id": rid})
                 else:
                     send({"jsonrpc": "2.0", "id": rid, "result": body})
+                continue
+            if name == "cut":
+                args = msg["params"].get("arguments", {})
+                lone, text = chr(args.get("code", 0xD83D)), "".join(map(chr, args.get("chars", [])))
+                for at in sorted(args.get("at", []), reverse=True):
+                    text = text[:at] + lone + text[at:]
+                send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}],
+                                                             "structuredContent": {"half" + lone: text}}})
                 continue
             if name == "tell":
                 import threading
