@@ -6,8 +6,10 @@ every place and spelling (high or low, alone, doubled, reversed, at either end, 
 proper pair stays the character it encodes and everything else orjson refuses is still refused
 (checked with a lone surrogate in the same message, so the fallback is the reader that refuses).
 A property test compares it with orjson where orjson reads, and with the standard library's
-reading minus the lone surrogates where it does not. The gateway's side (an answer that was
-dropped until its timeout) is tests/proxy/test_robustness.py.
+reading minus the lone surrogates where it does not. What still cannot be read fails its call
+when it looks like an answer (`unreadable_answer`: the id first or, as the TypeScript SDK writes
+it, last), never when it names a method. The gateway's side (answers that were dropped until
+their call's timeout) is tests/proxy/test_robustness.py and test_half_characters.py.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpwall.protocol import loads_from_server
+from mcpwall.protocol import loads_from_server, unreadable_answer
 
 LONE = re.compile("[\ud800-\udfff]")
 
@@ -92,3 +94,27 @@ VALUES = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 
 def test_any_message_a_server_can_write_is_read(value: Any) -> None:
     raw = json.dumps(value)  # ASCII, every lone surrogate escaped, as JSON.stringify writes it
     assert loads_from_server(raw) == _expected(json.loads(raw))
+
+
+@pytest.mark.parametrize(("raw", "rid"), [
+    (b'{"jsonrpc": "2.0", "id": 7, "result": {"ratio": NaN}}', 7),
+    (b'{"result": {"ratio": Infinity}, "jsonrpc": "2.0", "id": "call-7"}', "call-7"),
+    (b'{"id": 8, "result": {"text": "caf\xe9"}}', 8),
+    (b'{"jsonrpc": "2.0", "id": 9, "method": "sampling/createMessage", "params": {"x": NaN}}', None),
+    (b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": NaN}}', None),
+    (b'{"jsonrpc": "2.0", "result": {"ratio": NaN}}', None),
+    (b'{"jsonrpc": "2.0", "id": {"nested": 1}, "result": NaN}', None),
+    (b"not json at all", None),
+])
+def test_what_still_cannot_be_read_fails_its_call_when_it_is_an_answer(raw: bytes, rid: object) -> None:
+    with pytest.raises(orjson.JSONDecodeError) as problem:
+        loads_from_server(raw)
+    answer = unreadable_answer(raw, problem.value, "srv")
+    if rid is None:
+        assert answer is None
+        return
+    assert answer is not None
+    assert answer["id"] == rid
+    assert answer["error"]["code"] == -32000
+    assert answer["error"]["data"] == {"server": "srv", "reason": "transport"}
+    assert "not JSON mcpwall can read" in answer["error"]["message"]

@@ -95,6 +95,22 @@ def oversized_id(head: bytes, tail: bytes) -> RequestId | None:
     return value if isinstance(value, int | str) else None
 
 
+
+
+def unreadable_answer(raw: bytes, problem: Exception, server: str) -> Message | None:
+    """The -32000 answer for a server's message no reader takes, when it looks like an answer; else None.
+
+    So that such an answer (an integer past 64 bits, NaN, a broken escape) fails its call at once
+    instead of at its timeout. A message naming a `"method"` is a request or notification of the
+    server's own (its ids are its own), never taken for an answer.
+    """
+    rid = None if b'"method"' in raw else oversized_id(raw[:256], raw[-256:])
+    if rid is None:
+        return None
+    return {"jsonrpc": "2.0", "id": rid, "error": {
+        "code": int(ErrorCode.UPSTREAM_ERROR), "message": f"the server's answer is not JSON mcpwall can read: {problem}",
+        "data": {"server": server, "reason": "transport"}}}
+
 def request_id(msg: Any) -> RequestId | None:
     """The id of a message, when it is one a JSON-RPC answer can carry (a string or an integer)."""
     rid = msg.get("id") if isinstance(msg, dict) else None
@@ -252,4 +268,5 @@ __all__ = [
     "parse",
     "request_id",
     "result",
+    "unreadable_answer",
 ]

@@ -16,7 +16,14 @@ from urllib.parse import urljoin
 import httpx
 import orjson
 
-from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, error, loads_from_server
+from mcpwall.protocol import (
+    MAX_MESSAGE_BYTES,
+    ErrorCode,
+    Message,
+    error,
+    loads_from_server,
+    unreadable_answer,
+)
 from mcpwall.transports._sse import events
 from mcpwall.transports.base import OnClosed, OnMessage, TransportClosed, TransportError
 
@@ -68,8 +75,11 @@ class SseTransport:
                     elif ev.event == "message" and ev.data.strip():
                         try:
                             msg = loads_from_server(ev.data)
-                        except orjson.JSONDecodeError:
+                        except orjson.JSONDecodeError as exc:
                             log.warning("[%s] ignored a non-JSON SSE event", self.name)
+                            answer = unreadable_answer(ev.data.encode("utf-8", "surrogatepass"), exc, self.name)
+                            if answer is not None:
+                                on_message(answer, None)
                             continue
                         if isinstance(msg, dict):
                             on_message(msg, None)

@@ -20,7 +20,14 @@ from collections.abc import Mapping, Sequence
 
 import orjson
 
-from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, loads_from_server, oversized_id
+from mcpwall.protocol import (
+    MAX_MESSAGE_BYTES,
+    ErrorCode,
+    Message,
+    loads_from_server,
+    oversized_id,
+    unreadable_answer,
+)
 from mcpwall.transports._lines import log_lines, skip_line
 from mcpwall.transports.base import OnClosed, OnMessage, TransportClosed, TransportError
 
@@ -122,8 +129,16 @@ class StdioTransport:
             return
         try:
             msg = loads_from_server(line)
-        except orjson.JSONDecodeError:
-            log.warning("[%s] ignored non-JSON stdout line: %s", self.name, line[:200].decode("utf-8", "replace"))
+        except orjson.JSONDecodeError as exc:
+            answer = unreadable_answer(line, exc, self.name)
+            log.warning("[%s] ignored non-JSON stdout line%s: %s", self.name,
+                        "" if answer is None else f" (the answer to request {answer['id']!r})",
+                        line[:200].decode("utf-8", "replace"))
+            if answer is not None:
+                try:
+                    on_message(answer, None)
+                except Exception:
+                    log.exception("[%s] error handling an unreadable answer", self.name)
             return
         if not isinstance(msg, dict):
             log.warning("[%s] ignored non-object JSON on stdout", self.name)

@@ -25,7 +25,15 @@ from typing import Any
 import httpx
 import orjson
 
-from mcpwall.protocol import MAX_MESSAGE_BYTES, ErrorCode, Message, RequestId, error, loads_from_server
+from mcpwall.protocol import (
+    MAX_MESSAGE_BYTES,
+    ErrorCode,
+    Message,
+    RequestId,
+    error,
+    loads_from_server,
+    unreadable_answer,
+)
 from mcpwall.protocol.modern import standard_headers
 from mcpwall.transports._principal import current_principal, login_required
 from mcpwall.transports._sse import events
@@ -221,9 +229,13 @@ class StreamableHttpTransport:
             return False  # priming event
         try:
             msg = loads_from_server(data)
-        except orjson.JSONDecodeError:
-            log.warning("[%s] ignored a non-JSON SSE event", self.name)
-            return False
+        except orjson.JSONDecodeError as exc:
+            answer = unreadable_answer(data.encode("utf-8", "surrogatepass"), exc, self.name)
+            if answer is None or answer["id"] != request_id:
+                log.warning("[%s] ignored a non-JSON SSE event", self.name)
+                return False
+            self._deliver(answer, request_id)
+            return True
         self._deliver(msg, request_id)
         return isinstance(msg, dict) and "method" not in msg and msg.get("id") == request_id
 

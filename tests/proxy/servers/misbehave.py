@@ -17,7 +17,10 @@ first or (with `{"id_last": true}`, as the TypeScript SDK orders it) last. Tool 
 its `text` (given as code points, `chars`: a sentence in an argument of a server running in the
 gateway's home reads as a path there, which self-protection refuses) with the UTF-16 surrogate `code` (default U+D83D, half an emoji) put alone before
 each index of `at`, escaped as `\\ud83d` the way JavaScript's `JSON.stringify` writes a string
-cut inside an emoji; one more sits alone in a `structuredContent` key.
+cut inside an emoji; one more sits alone in a `structuredContent` key. Tool `unreadable` answers
+what Python writes and no strict reader takes: with `kind` `nan` a NaN, `inf` an Infinity (both
+`json.dumps` writes by default), `latin1` a text in Latin-1 bytes, not UTF-8; with `notice` it
+first sends a log notification carrying a NaN, then answers normally.
 Every tools/call it receives is appended to MARKER_DIR/calls.log when given, so
 tests can assert what reached the upstream.
 """
@@ -73,6 +76,8 @@ def main() -> None:
                 {"name": "tell", "description": "Logs, then answers", "inputSchema": {"type": "object"}},
                 {"name": "huge", "description": "Answers too much", "inputSchema": {"type": "object"}},
                 {"name": "cut", "description": "Answers a text cut inside a character",
+                 "inputSchema": {"type": "object"}},
+                {"name": "unreadable", "description": "Answers numbers no strict reader takes",
                  "inputSchema": {"type": "object"}}]}})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
@@ -96,6 +101,22 @@ def main() -> None:
                     text = text[:at] + lone + text[at:]
                 send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}],
                                                              "structuredContent": {"half" + lone: text}}})
+                continue
+            if name == "unreadable":
+                kind = msg["params"].get("arguments", {}).get("kind")
+                if kind == "notice":
+                    send({"jsonrpc": "2.0", "method": "notifications/message",
+                          "params": {"level": "info", "data": {"ratio": float("nan")}}})
+                    send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "noted"}]}})
+                elif kind == "latin1":
+                    line = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {
+                        "content": [{"type": "text", "text": "caf\u00e9"}]}}, ensure_ascii=False)
+                    sys.stdout.buffer.write(line.encode("latin-1") + b"\n")
+                    sys.stdout.flush()
+                else:
+                    send({"jsonrpc": "2.0", "id": rid, "result": {
+                        "content": [{"type": "text", "text": "ratio"}],
+                        "structuredContent": {"ratio": float("nan") if kind == "nan" else float("inf")}}})
                 continue
             if name == "tell":
                 import threading
