@@ -95,21 +95,22 @@ def oversized_id(head: bytes, tail: bytes) -> RequestId | None:
     return value if isinstance(value, int | str) else None
 
 
+def answer_id(head: bytes, tail: bytes) -> RequestId | None:
+    """The id of a server's message that could not be read, from its first and last bytes, when it is
+    an answer; else None. A message naming a `"method"` is a request or notification of the server's
+    own (its ids are its own), never taken for an answer to one of the gateway's."""
+    return None if b'"method"' in head or b'"method"' in tail else oversized_id(head, tail)
 
 
 def unreadable_answer(raw: bytes, problem: Exception, server: str) -> Message | None:
-    """The -32000 answer for a server's message no reader takes, when it looks like an answer; else None.
-
-    So that such an answer (an integer past 64 bits, NaN, a broken escape) fails its call at once
-    instead of at its timeout. A message naming a `"method"` is a request or notification of the
-    server's own (its ids are its own), never taken for an answer.
-    """
-    rid = None if b'"method"' in raw else oversized_id(raw[:256], raw[-256:])
+    """The -32000 answer for a server's answer no reader takes (NaN, Infinity, bytes that are not
+    UTF-8), so that its call fails at once instead of at its timeout; None when `raw` is no answer."""
+    rid = answer_id(raw[:256], raw[-256:])
     if rid is None:
         return None
-    return {"jsonrpc": "2.0", "id": rid, "error": {
-        "code": int(ErrorCode.UPSTREAM_ERROR), "message": f"the server's answer is not JSON mcpwall can read: {problem}",
-        "data": {"server": server, "reason": "transport"}}}
+    return error(rid, ErrorCode.UPSTREAM_ERROR, f"the server's answer is not JSON mcpwall can read: {problem}",
+                 {"server": server, "reason": "transport"})
+
 
 def request_id(msg: Any) -> RequestId | None:
     """The id of a message, when it is one a JSON-RPC answer can carry (a string or an integer)."""
@@ -166,7 +167,8 @@ def loads_from_server(raw: bytes | str) -> Any:
     writes it for a string cut inside an emoji (`JSON.stringify` escapes a lone surrogate), a Python
     one for text read with `surrogateescape`. orjson refuses it, and an answer refused was an answer
     lost: its call waited for its timeout. Such a message is read by the standard library instead
-    (NaN, Infinity and integers past 64 bits still refused, as orjson refuses them), with every lone
+    (NaN and Infinity refused as orjson refuses them, and an integer past 64 bits, which orjson would
+    read as a float: such a message fails as unreadable rather than change a number), with every lone
     surrogate removed from its keys and strings, so the stages scan and the client receives the
     same text (a removed character cannot split a word the scanners read). Anything else orjson
     refuses raises its `JSONDecodeError`, as before.
@@ -258,6 +260,7 @@ __all__ = [
     "Message",
     "ProtocolError",
     "RequestId",
+    "answer_id",
     "classify",
     "dumps",
     "error",

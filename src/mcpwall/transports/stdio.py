@@ -24,8 +24,8 @@ from mcpwall.protocol import (
     MAX_MESSAGE_BYTES,
     ErrorCode,
     Message,
+    answer_id,
     loads_from_server,
-    oversized_id,
     unreadable_answer,
 )
 from mcpwall.transports._lines import log_lines, skip_line
@@ -111,8 +111,7 @@ class StdioTransport:
         """Skip a message over the size bound; if it was an answer, its caller gets -32600 now
         instead of waiting for its timeout."""
         head, tail = await skip_line(stdout)
-        # Only an answer fails a caller: a request of the server's own (its ids are its own) has a method.
-        rid = None if b'"method"' in head or b'"method"' in tail else oversized_id(head, tail)
+        rid = answer_id(head, tail)
         log.warning("[%s] discarded a stdout line over %d bytes%s", self.name, MAX_MESSAGE_BYTES,
                     "" if rid is None else f" (the answer to request {rid!r})")
         if rid is not None:
