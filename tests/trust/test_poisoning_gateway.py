@@ -88,3 +88,23 @@ async def test_a_trusted_tool_is_exempt_from_definition_findings(tmp_path: Path)
     async with serve_gateway(tmp_path, {"p": POISONED}, policy) as served, mcp_client(served.url) as client:
         assert "p__fetch_notes" in await tool_names(client)
         assert await _text(client, "p__fetch_notes", {}) == "notes"
+
+
+async def test_listing_and_calling_never_change_a_catalog_entry_in_place(tmp_path: Path) -> None:
+    """Stages key what they compute of a catalog entry by its identity (`Catalog`): the whole
+    pipeline, sanitising escapes and hiding poisoned tools from listings, must leave the
+    entries the server listed as they were."""
+    import orjson
+
+    async with serve_gateway(tmp_path, {"p": POISONED}) as served, mcp_client(served.url) as client:
+        catalog = served.gateway.servers["p"].catalog
+        await tool_names(client)
+        entries = dict(catalog.tools)
+        before = {name: orjson.dumps(entry) for name, entry in entries.items()}
+        assert "colour_text" in before  # a definition carrying ANSI escapes, sanitised when listed
+        for _ in range(2):
+            await tool_names(client)
+            await _text(client, "p__add", {"a": 2, "b": 3, "color": True})
+            with pytest.raises(MCPError):
+                await _text(client, "p__colour_text", {"text": "x"})
+        assert {name: orjson.dumps(entry) for name, entry in entries.items()} == before

@@ -161,3 +161,23 @@ async def test_the_pin_command_accepts_a_change_while_the_gateway_runs(tmp_path:
         # the gateway's ledger caches state reads briefly; another process's write shows within that time
         await wait_for(forecast_listed, timeout=10)
         assert "Sunny" in await _call(client, "weather__get_forecast", {"city": "Oslo"})
+
+
+async def test_a_definition_poisoned_after_calls_is_blocked_on_its_next_call(tmp_path: Path) -> None:
+    """The poisoning stage remembers what it computed of a catalog entry; the rug pull's new
+    definition is a new entry, so the call after it is judged on the new description."""
+    policy = ENFORCE + "  pins: {enabled: false}\n"
+    async with serve_gateway(tmp_path, {"weather": RUGPULL}, policy) as served, mcp_client(served.url) as client:
+        for _ in range(3):
+            assert "Sunny" in await _call(client, "weather__get_forecast", {"city": "Oslo"})
+        upstream = served.gateway.servers["weather"]
+        honest = upstream.catalog.tools["get_forecast"]
+        await _call(client, "weather__set_mode", {"mode": "change"})
+        await wait_for(lambda: upstream.catalog.tools.get("get_forecast") is not honest)
+        with pytest.raises(MCPError) as blocked:
+            await _call(client, "weather__get_forecast", {"city": "Oslo"})
+        assert blocked.value.error.code == -32001
+        assert "poisoned" in blocked.value.error.message
+        await _call(client, "weather__set_mode", {"mode": "honest"})
+        await wait_for(lambda: "IMPORTANT" not in upstream.catalog.tools["get_forecast"].get("description", ""))
+        assert "Sunny" in await _call(client, "weather__get_forecast", {"city": "Oslo"})

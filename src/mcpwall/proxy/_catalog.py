@@ -17,7 +17,10 @@ Call = Callable[[str, dict[str, Any], float], Awaitable[dict[str, Any]]]
 
 @dataclass
 class Catalog:
-    """What the upstream offers, as of its last list answers."""
+    """What the upstream offers, as of its last list answers.
+
+    An entry is replaced by the object a newer list answer brings, never changed in place:
+    stages key what they computed from an entry by its identity (the poisoning stage's digest)."""
 
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     resources: list[dict[str, Any]] = field(default_factory=list)

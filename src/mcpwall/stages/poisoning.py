@@ -153,6 +153,8 @@ class PoisoningStage(Stage):
         self._index: tuple[str, PeerIndex] | None = None
         self._peer_memo: tuple[tuple[tuple[str, dict[str, Any], int], ...],
                                tuple[dict[str, list[str]], str]] | None = None
+        #: id of a catalog entry -> (the entry, its digest); the entry is held so its id is not reused
+        self._digests: dict[int, tuple[Mapping[str, Any], str]] = {}
         self.counts: dict[str, int] = {"hidden": 0, "blocked": 0, "warned": 0, "results_flagged": 0,
                                        "results_redacted": 0, "results_stripped": 0}
         self.gateway: Any = None
@@ -198,15 +200,14 @@ class PoisoningStage(Stage):
         return value
 
     def verdict(self, server: str, key: str, name: str, item: Mapping[str, Any],
-                peer_set: tuple[dict[str, list[str]], str] | None = None) -> Verdict:
-        """The verdict on one listed tool, prompt or resource (cached per definition and peer set)."""
+                peer_set: tuple[dict[str, list[str]], str] | None = None, digest: str | None = None) -> Verdict:
+        """The verdict on one listed tool, prompt or resource (cached per definition and peer set);
+        `digest`: the item's `_digest`, when the caller has it already."""
         if self.config.is_trusted(server, name):
             return Verdict([], self.config)
         peers, peer_sig = (peer_set or self.peer_set()) if key == "tools" else ({}, "")
-        try:
-            digest = hashlib.sha256(orjson.dumps(item, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
-        except orjson.JSONEncodeError:
-            digest = ""  # nested past orjson's limit: the scan reports it unscannable; not cached
+        if digest is None:
+            digest = _digest(item)
         cache_key = (server, key, name, digest, peer_sig)
         cached = self._cache.get(cache_key) if digest else None
         if cached is not None:
@@ -283,13 +284,27 @@ class PoisoningStage(Stage):
             item = next((r for r in upstream.catalog.resources if r.get("uri") == ctx.target), None)
         return (key, item) if isinstance(item, dict) else None
 
+    def _catalog_digest(self, item: Mapping[str, Any]) -> str:
+        """`_digest` of a catalog entry, computed once per entry: a catalog replaces an entry with
+        the new object a list answer brings and never changes one in place (`Catalog`), so the
+        same object has the same definition (this saved one SHA-256 of the called tool's whole
+        definition on every call)."""
+        memo = self._digests.get(id(item))
+        if memo is not None and memo[0] is item:
+            return memo[1]
+        digest = _digest(item)
+        if len(self._digests) > 8192:
+            self._digests.clear()
+        self._digests[id(item)] = (item, digest)
+        return digest
+
     async def on_request(self, ctx: RequestContext) -> Reject | None:
         found = self._definition(ctx)
         if found is None:
             return None
         key, item = found
         assert ctx.server is not None
-        verdict = self.verdict(ctx.server, key, ctx.target, item)
+        verdict = self.verdict(ctx.server, key, ctx.target, item, digest=self._catalog_digest(item))
         if not verdict.findings:
             return None
         ctx.notes["poisoning"] = {"definition": [f.as_dict() for f in verdict.findings], "action": verdict.action}
@@ -391,6 +406,15 @@ class PoisoningStage(Stage):
 
     def status(self) -> dict[str, Any]:
         return dict(self.counts)
+
+
+def _digest(item: Mapping[str, Any]) -> str:
+    """A definition's SHA-256, key order aside; "" when it is nested past orjson's limit (the scan
+    reports it unscannable, and it is not cached)."""
+    try:
+        return hashlib.sha256(orjson.dumps(item, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+    except orjson.JSONEncodeError:
+        return ""
 
 
 def _locate(ctx: RequestContext, key: str, item: Mapping[str, Any]) -> tuple[str, str] | None:
