@@ -114,6 +114,8 @@ class Outcome:
     #: the suite's verdict on a client scenario: its exit status (0 only with no failure, no warning and
     #: a client that exited 0); None for server scenarios, which the suite fails on FAILURE checks only
     exit_code: int | None = None
+    #: the suite's output (its driver's and the client's), shown by `describe` when the suite exited non-zero
+    log: str = ""
 
     def with_status(self, status: str) -> list[dict[str, Any]]:
         return [c for c in self.checks if c.get("status") == status]
@@ -127,7 +129,11 @@ class Outcome:
                for c in [*self.with_status("FAILURE"), *self.with_status("WARNING")]]
         if self.exit_code:
             bad.append(f"the suite exited {self.exit_code}")
-        return "; ".join(bad) or ("no checks recorded" if not self.checks else "passed")
+        described = "; ".join(bad) or ("no checks recorded" if not self.checks else "passed")
+        if self.exit_code and self.log:
+            # the run's tmp dir is rotated away by later runs: the output is kept in the failure itself
+            described += "\nthe suite's output, last 60 lines:\n" + "\n".join(self.log.splitlines()[-60:])
+        return described
 
 
 def suite_installed() -> bool:

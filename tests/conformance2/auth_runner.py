@@ -109,7 +109,7 @@ def run_auth_010(scenario: str, out_dir: Path) -> Outcome:
                            "--timeout", "60000", "-o", str(out_dir)], capture_output=True, text=True, timeout=180,
                           check=False, cwd=SUITE_BIN.parents[2])
     (out_dir / "suite.log").write_text(done.stdout + done.stderr)
-    return Outcome(scenario, _checks(out_dir), done.returncode)
+    return Outcome(scenario, _checks(out_dir), done.returncode, done.stdout + done.stderr)
 
 
 def listed_auth_scenarios() -> list[str]:
@@ -130,7 +130,7 @@ def run_auth(revision: str, scenario: str, out_dir: Path) -> Outcome:
     done = suite("client", "--command", f"{PYTHON} {AUTH_CLIENT}", "--scenario", scenario, *version,
                  "--timeout", "60000", "-o", str(out_dir), timeout=180)
     (out_dir / "suite.log").write_text(done.stdout + done.stderr)
-    return Outcome(scenario, _checks(out_dir), done.returncode)
+    return Outcome(scenario, _checks(out_dir), done.returncode, done.stdout + done.stderr)
 
 
 def bad_checks(outcome: Outcome) -> set[str]:

@@ -261,7 +261,8 @@ def run_client(revision: str, scenario: str, out_dir: Path) -> Outcome:
     done = suite("client", "--command", f"{PYTHON} {CLIENT_DRIVER}", "--scenario", scenario,
                  "--spec-version", revision, "--timeout", "90000", "-o", str(out_dir), timeout=300)
     (out_dir / "suite.log").write_text(done.stdout + done.stderr)
-    return Outcome(scenario, _read_checks(out_dir, "").get(scenario, []), done.returncode)
+    return Outcome(scenario, _read_checks(out_dir, "").get(scenario, []), done.returncode,
+                   done.stdout + done.stderr)
 
 
 def run(url: str, out_dir: Path, path: Path2, revision: str) -> dict[str, Outcome]:
