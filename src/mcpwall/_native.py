@@ -42,6 +42,8 @@ from pathlib import Path
 #: model from its annotations' bare classes, `list[str]` as `list`, and validate less), the stages not
 #: tried yet (`auth`'s door check, `capture`'s tap, `notify`, which does little per call without
 #: webhooks), and the list and its services (`__init__`, `_components`).
+#: So is what the metrics count as each request finishes (`metrics._counts`; the Prometheus collector,
+#: read per scrape, stays Python).
 #: Compiled, a tuple is rebuilt where it is passed on: compare sentinels by value (`security._encoded.KNOWN`);
 #: and a test cannot patch what a compiled module calls.
 MODULES: dict[str, tuple[str, ...]] = {
@@ -53,6 +55,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                          "selfguard", "judge", "_secrets", "_prefilter", "_decode", "_poisoning_decoded", "dlp", "_encoded",
                          "_poisoning_walk"),
     "mcpwall.protocol": ("modern",),
+    "mcpwall.metrics": ("_counts",),
     "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mrtr"),
     "mcpwall.stages": ("_kit", "chain", "poisoning", "dlp", "honeytokens", "honeytokens_inject", "response_rules",
                        "schema", "pins", "policy", "protocol", "ratelimit", "circuit", "selfguard", "rbac",

@@ -12,6 +12,7 @@ must describe the live gateway. Label cardinality is bounded against clients tha
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 from collections import Counter
 from pathlib import Path
@@ -19,11 +20,13 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
-from mcpwall import metrics as metrics_module
-from mcpwall.metrics import GatewayMetrics
+from mcpwall.metrics import LATENCY_BUCKETS, GatewayMetrics
+from mcpwall.metrics._counts import bucket
 from mcpwall.stages import RequestContext
 from tests.approvals.harness import ask_policy, served
 from tests.harness import context
@@ -91,9 +94,8 @@ def _ctx(tool: str) -> RequestContext:
     return ctx
 
 
-def test_tool_labels_are_bounded_against_clients_that_invent_names(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(metrics_module, "MAX_TOOL_LABELS", 3)
-    m = GatewayMetrics()
+def test_tool_labels_are_bounded_against_clients_that_invent_names() -> None:
+    m = GatewayMetrics(max_tool_labels=3)
     for i in range(10):
         m.observe(_ctx(f"tool{i}"), 0.0)
     m.observe(_ctx("x" * 500), 0.0)
@@ -143,3 +145,25 @@ def test_latency_histograms_are_cumulative_and_agree_with_their_count_and_sum() 
     assert counts == sorted(counts)
     upstream = _families(m.render().decode())["mcpwall_upstream_duration_seconds"]
     assert _samples(upstream, "_sum")[0].value == pytest.approx(sum(waits) / 2)
+
+
+def test_the_default_bound_on_tool_labels_is_the_documented_one() -> None:
+    from mcpwall.metrics import MAX_TOOL_LABELS
+
+    m = GatewayMetrics()
+    for i in range(MAX_TOOL_LABELS + 5):
+        m.observe(_ctx(f"tool{i}"), 0.0)
+    tools = {s.labels["tool"] for s in _samples(_families(m.render().decode())["mcpwall_tool_calls"], "_total")}
+    assert len(tools) == MAX_TOOL_LABELS + 1
+    assert "_other" in tools
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_a_latency_lands_in_the_bucket_bisect_gives_it(value: float) -> None:
+    """`_counts.bucket` is a loop in place of `bisect_left` (compiled, the tuple would be boxed per call)."""
+    assert bucket(value) == bisect.bisect_left(LATENCY_BUCKETS, value)
+
+
+@pytest.mark.parametrize("value", [0.0, *LATENCY_BUCKETS, 0.00049, 0.00051, 299.9, 300.1, 1e12])
+def test_each_bound_is_in_its_own_bucket(value: float) -> None:
+    assert bucket(value) == bisect.bisect_left(LATENCY_BUCKETS, value)

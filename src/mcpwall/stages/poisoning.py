@@ -184,13 +184,23 @@ class PoisoningStage(Stage):
 
         Catalogs are replaced whole on refresh and only grow in place, so their identities and
         sizes tell when the names may have changed."""
-        servers = getattr(self.gateway, "servers", {}) or {}
+        servers: dict[str, Any] = getattr(self.gateway, "servers", None) or {}
+        memo = self._peer_memo
+        if memo is not None and len(memo[0]) == len(servers):
+            # (a plain loop over a typed dict: asked on every call; compiled, a generator passed to
+            # all() is a list first, and zip() a Python call)
+            held = memo[0]
+            same = True
+            for i, (name, s) in enumerate(servers.items()):
+                now = s.catalog.tools
+                entry = held[i]
+                if entry[0] != name or entry[1] is not now or entry[2] != len(now):
+                    same = False
+                    break
+            if same:
+                return memo[1]
         # the memo holds the dicts themselves, so an id cannot be reused by a newer catalog
         key = tuple((name, s.catalog.tools, len(s.catalog.tools)) for name, s in servers.items())
-        memo = self._peer_memo
-        if memo is not None and len(memo[0]) == len(key) and all(
-                a[0] == b[0] and a[1] is b[1] and a[2] == b[2] for a, b in zip(memo[0], key, strict=True)):
-            return memo[1]
         peers = self._peers()
         # the descriptions count too (a copy appears when a peer's description changes), by their copy keys
         copies = sorted((s, t["name"], copy_key(t) or "") for s, tools in self._definitions().items() for t in tools)

@@ -20,72 +20,39 @@ Label values that come from clients are bounded: unknown methods become
 tools count as "_other", so a client cannot grow the registry without end.
 """
 
+# ruff: noqa: E402  (the submodules are imported after `use_compiled` has chosen where from)
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Iterator, Mapping
+from mcpwall._native import use_compiled as _use_compiled
+
+_use_compiled(__path__, __name__)  # before any submodule: see mcpwall._native
+
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
-from mcpwall.protocol import ErrorCode
+from mcpwall.metrics._counts import (
+    KNOWN_METHODS,
+    LATENCY_BUCKETS,
+    MAX_TOOL_LABELS,
+    Counts,
+    decision_word,
+    tool_error,
+)
 
 if TYPE_CHECKING:
     from mcpwall.pipeline import RequestContext
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-MAX_TOOL_LABELS = 2000
-LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-                   60.0, 120.0, 300.0)
-KNOWN_METHODS = frozenset({
-    "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
-    "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
-    "completion/complete", "logging/setLevel", "server/discover",
-})
 UPSTREAM_STATES = ("starting", "ready", "failed", "down", "stopped")
 CIRCUIT_STATES = ("closed", "open", "half-open")
 
 
-def tool_error(response: Mapping[str, Any] | None) -> bool:
-    """A result the upstream marked `isError` (the ledger records it as decision "error")."""
-    result = response.get("result") if response is not None else None
-    return isinstance(result, dict) and result.get("isError") is True
-
-
-def decision_word(ctx: RequestContext) -> str:
-    """The ledger's `decision` for a finished request (the rule of `mcpwall.stages.audit`)."""
-    outcome, response, decision = ctx.outcome, ctx.response, ctx.decision
-    if outcome == "ok":
-        if tool_error(response):
-            return "error"
-        return decision.action if decision is not None else "allow"
-    if outcome == "pending":
-        return "failed"
-    if outcome in ("deny", "ask-denied"):
-        err = response.get("error") if response is not None else None
-        code = err.get("code") if isinstance(err, dict) else None
-        return "invalid" if code == ErrorCode.INVALID_PARAMS else "deny"
-    return outcome
-
-
 #: The `le` label of each bucket, spelled as prometheus-client spells it.
 _LE = (*(floatToGoString(b) for b in LATENCY_BUCKETS), "+Inf")  # type: ignore[no-untyped-call]
-
-
-class _Histogram:
-    """Bucket counts and a sum; exposed through `HistogramMetricFamily` at scrape time."""
-
-    __slots__ = ("counts", "total")
-
-    def __init__(self) -> None:
-        self.counts = [0] * (len(LATENCY_BUCKETS) + 1)  # the last one is +Inf
-        self.total = 0.0
-
-    def observe(self, value: float) -> None:
-        self.counts[bisect_left(LATENCY_BUCKETS, value)] += 1
-        self.total += value
 
 
 #: (name, help, label names) of the numbers counted as requests complete.
@@ -111,48 +78,19 @@ class GatewayMetrics:
     call for five updates (bench/proxy_overhead.py profile); these cost ~3 us.
     """
 
-    def __init__(self, gateway: Any = None) -> None:
+    def __init__(self, gateway: Any = None, max_tool_labels: int = MAX_TOOL_LABELS) -> None:
         self.gateway = gateway
         self.registry = CollectorRegistry(auto_describe=True)
-        self.counters: dict[str, dict[tuple[str, ...], int]] = {k: {} for k in _COUNTERS}
-        self.histograms: dict[str, dict[str, _Histogram]] = {k: {} for k in _HISTOGRAMS}
-        self._tools: set[tuple[str, str]] = set()
+        #: the per-request tables (`Counts.observe`, compiled); past `max_tool_labels` (server, tool)
+        #: pairs, further tools count as "_other"
+        self.counts = Counts(max_tool_labels)
+        self.counters = self.counts.counters
+        self.histograms = self.counts.histograms
         self.registry.register(_GatewayCollector(self))
-
-    def _tool_label(self, server: str, tool: str) -> str:
-        key = (server, tool)
-        if key in self._tools:
-            return tool
-        if len(self._tools) >= MAX_TOOL_LABELS or len(tool) > 200:
-            return "_other"
-        self._tools.add(key)
-        return tool
-
-    def _count(self, which: str, labels: tuple[str, ...]) -> None:
-        table = self.counters[which]
-        table[labels] = table.get(labels, 0) + 1
-
-    def _observe(self, which: str, label: str, value: float) -> None:
-        table = self.histograms[which]
-        histogram = table.get(label)
-        if histogram is None:
-            histogram = table[label] = _Histogram()
-        histogram.observe(value)
 
     def observe(self, ctx: RequestContext, now: float) -> None:
         """Count one finished request (`now`: time.perf_counter() when it finished)."""
-        word = decision_word(ctx)
-        method = ctx.method if ctx.method in KNOWN_METHODS else "other"
-        elapsed = max(0.0, now - ctx.started)
-        self._count("requests", (method, word))
-        self._observe("request_seconds", method, elapsed)
-        server = ctx.server or "_gateway"
-        if ctx.method == "tools/call":
-            name = ctx.target or (ctx.params.get("name") if isinstance(ctx.params.get("name"), str) else "") or ""
-            self._count("tool_calls", (server, self._tool_label(server, str(name)), word))
-            self._observe("call_seconds", server, elapsed)
-        if ctx.upstream_ms is not None and ctx.server is not None:
-            self._observe("upstream_seconds", ctx.server, ctx.upstream_ms / 1000)
+        self.counts.observe(ctx, now)
 
     def families(self) -> Iterator[Metric]:
         """The per-request numbers as metric families (read on the scrape's thread: copies first)."""
@@ -284,4 +222,4 @@ class _GatewayCollector:
 
 
 __all__ = ["CIRCUIT_STATES", "CONTENT_TYPE", "KNOWN_METHODS", "LATENCY_BUCKETS", "MAX_TOOL_LABELS", "UPSTREAM_STATES",
-           "GatewayMetrics", "decision_word", "tool_error"]
+           "Counts", "GatewayMetrics", "decision_word", "tool_error"]
