@@ -68,7 +68,7 @@ def test_the_detectors_run_as_python_find_what_they_find_compiled() -> None:
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                            str(ROOT / "tests" / "security"), str(ROOT / "tests" / "stages")],
                           env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
-    assert done.returncode == 0, done.stdout[-4000:]
+    assert done.returncode == 0, done.stdout[-8000:]  # (its end: the failures, then the slowest tests)
 
 
 @pytest.mark.timeout(600)
@@ -80,7 +80,7 @@ def test_the_modern_door_runs_as_python_as_it_runs_compiled() -> None:
         "test_modern_http.py", "test_modern_passed.py", "test_modern_upstream.py", "test_mrtr.py", "test_mrtr_eras.py")]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
                           env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert done.returncode == 0, done.stdout[-4000:]
+    assert done.returncode == 0, done.stdout[-8000:]  # (its end: the failures, then the slowest tests)
 
 
 def _re2_headers() -> bool:
