@@ -17,6 +17,11 @@ between runs of the same head; the instruction count does not (two runs of one h
   opened in each era: `mcp` then calls the legacy-era one and `modern` the 2026-07-28 one (each era
   end to end), `mcp-bridged` and `modern-bridged` the other era's (the gateway bridging).
   server-everything speaks only the legacy era, so by default `modern` is a bridged call.
+- `floor` and `floor-modern`: bench/bare_relay.py (uvicorn and orjson relaying to the same
+  server, no checks) sent route `mcp`'s and route `modern`'s very requests (their headers, a
+  session id or the MCP headers, and their bodies): what any relay pays for each era's bytes. A
+  2026-07-28 request is larger (its `_meta` envelope, two more headers), so the gateway's own cost
+  of an era is its route's figure less its floor.
 
 Instructions are not time (a cache miss costs more than an add), but the core path is interpreter
 work, where they track CPU time closely. `--stages all` counts the ledger's writer threads too, whose
@@ -27,7 +32,7 @@ calls instead of ~70: each commit's fixed cost (its WAL frames, SQLite checksums
 writes) is spread over far fewer rows than in real time, and the SHA-256 of the HMAC chain runs
 without the CPU's SHA extensions; the writer threads' figure overstates their real share.
 
-Usage: python bench/instructions.py [--tree PATH ...] [--stages core|all] [--routes mcp,modern,post]
+Usage: python bench/instructions.py [--tree PATH ...] [--stages core|all] [--routes mcp,modern,post,floor,floor-modern]
        [--calls 500] [--concurrent --seconds 10] [--keep DIR] [--legacy-version-header]
 --keep DIR copies each run's callgrind.out files (one per thread) into DIR, named by tree, route and stages,
 to compare costs per function with `callgrind_annotate --inclusive=yes`.
@@ -65,10 +70,15 @@ SDK_TOOLS = {"mcp": "legacy__echo", "modern": "modern__echo",
 
 
 def _request(route: str, port: int, token: str, upstream: str,
-             version_header: bool = False) -> tuple[str, dict[str, str], str]:
+             version_header: bool = False, floor: bool = False) -> tuple[str, dict[str, str], str]:
     """The path, headers and body (with a %s for the id) of one call on `route`."""
     base = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream"}
+    if route.startswith("floor"):  # the bare relay: the same bytes to `/`, its one server's tool by its own name
+        _, headers, body = _request("modern" if route == "floor-modern" else "mcp", port, token, upstream,
+                                    version_header, floor=True)
+        return "/", {k: v.replace("everything__echo", "echo") for k, v in headers.items()}, body.replace(
+            "everything__echo", "echo")
     tool = SDK_TOOLS[route] if upstream == "sdk" else "everything__echo"
     if route.startswith("modern"):
         body = po.modern_call(0, tool)
@@ -76,7 +86,7 @@ def _request(route: str, port: int, token: str, upstream: str,
             '"id": 0', '"id": "%s"')
     if route == "post":
         return "/everything", base, json.dumps(po.call(0, "echo")).replace('"id": 0', '"id": "%s"')
-    sid = po.mcp_session(port, token)
+    sid = "0" * 32 if floor else po.mcp_session(port, token)  # (a session id as long as the gateway's)
     if version_header:  # as the SDKs' legacy clients send every call after `initialize` (2025-06-18 on)
         base["MCP-Protocol-Version"] = po.INIT["params"]["protocolVersion"]
     return "/mcp", {**base, "Mcp-Session-Id": sid}, json.dumps(po.call(0, tool)).replace('"id": 0', '"id": "%s"')
@@ -141,10 +151,12 @@ def measure(tree: Path, stages: str, route: str, opts: Any) -> dict[str, Any]:
         out = Path(tmp) / "callgrind.out"
         env = {"MCPWALL_ANCHOR_DIR": str(Path(tmp) / "anchors"),  # not the user's ~/.local/state
                **os.environ, "PYTHONPATH": str(tree / "src")}
+        floor = route.startswith("floor")
+        command = ([PYTHON, str(ROOT / "bench" / "bare_relay.py"), str(port), *po.EVERYTHING] if floor else
+                   [PYTHON, MCPWALL, "proxy", "--home", str(home), "--servers", str(servers),
+                    "--port", str(port), "--log-level", "WARNING"])
         proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
-                                 f"--callgrind-out-file={out}",
-                                 PYTHON, MCPWALL, "proxy", "--home", str(home), "--servers", str(servers),
-                                 "--port", str(port), "--log-level", "WARNING"],
+                                 f"--callgrind-out-file={out}", *command],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
             import httpx
@@ -153,6 +165,10 @@ def measure(tree: Path, stages: str, route: str, opts: Any) -> dict[str, Any]:
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:
                 try:
+                    if floor:  # the bare relay has no /health: it is up once it relays a call
+                        if httpx.post(f"http://127.0.0.1:{port}/", json=po.call(0, "echo"), timeout=5).is_success:
+                            break
+                        continue
                     token = (home / "run" / "gateway.token").read_text().strip()
                     if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()["status"] == "ok":
                         break
@@ -187,7 +203,8 @@ def main() -> None:
     parser.add_argument("--tree", action="append", type=Path, help="a checkout to measure (repeatable)")
     parser.add_argument("--stages", choices=["core", "all"], default="core")
     parser.add_argument("--routes", default="mcp,modern,post",
-                        help="mcp, modern, post; with --upstream sdk also mcp-bridged, modern-bridged")
+                        help="mcp, modern, post, floor, floor-modern; with --upstream sdk also mcp-bridged, "
+                             "modern-bridged")
     parser.add_argument("--upstream", choices=["everything", "sdk"], default="everything",
                         help="sdk: bench/sdk_echo.py opened twice, in the 2025-11-25 era (legacy__echo) and the "
                              "2026-07-28 era (modern__echo), so each route's era runs end to end")
@@ -204,13 +221,15 @@ def main() -> None:
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is needed: apt-get install {'wrk' if tool == 'wrk' else 'valgrind'}")
     trees = opts.tree or [ROOT]
+    if opts.upstream == "sdk" and "floor" in opts.routes:
+        sys.exit("the floor routes relay to server-everything: leave --upstream at its default")
     rows = []
     for route in opts.routes.split(","):
         for tree in trees:
             row = measure(tree.resolve(), opts.stages, route, opts)
             rows.append(row)
             if not opts.json:
-                print(f"{route:<7} {opts.stages:<5} {'8 clients' if opts.concurrent else 'sequential':<10} "
+                print(f"{route:<12} {opts.stages:<5} {'8 clients' if opts.concurrent else 'sequential':<10} "
                       f"{row['instructions_per_call']:>10,.0f} instructions/call, "
                       f"{row['main_thread_per_call']:>10,.0f} on the event loop  ({row['calls']} calls)  {tree}",
                       flush=True)

@@ -185,7 +185,7 @@ class AuditStage(Stage):
         policy = ctx.gateway.policy.current
         params = ctx.params
         target = ctx.target or (params.get("name") if isinstance(params.get("name"), str) else "")
-        return Event(
+        return new_event(
             method=ctx.method, decision=word, outcome=outcome, ts=ctx.started_wall,
             session_id=session.id, client=session.client_name, client_version=session.client_version,
             agent_id=session.agent, process_name=session.process_name, peer=session.peer,
@@ -215,6 +215,24 @@ class AuditStage(Stage):
         if now - self._last_loud >= 5.0:
             self._last_loud = now
             log.error("%s", message)
+
+
+def new_event(
+    method: Any, decision: Any, outcome: Any, ts: Any, session_id: Any, client: Any, client_version: Any,
+    agent_id: Any, process_name: Any, peer: Any, server_name: Any, tool_name: Any, request_id: Any, mode: Any,
+    enforced_action: Any, policy_revision: Any, rule_ids: Any, reasons: Any, redacted_keys: Any, dlp: Any,
+    notes: Any, params: Any, response: Any, duration_ms: Any, upstream_ms: Any, error_message: Any, bytes_in: Any,
+    bytes_out: Any, withhold_arguments: Any, rules: Any, decision_id: Any,
+) -> Event:
+    """`Event(...)` with every field, named here and passed on by position, in `Event`'s field order
+    (tests/ledger/test_event_fields.py holds the two together): a class called with keywords from compiled
+    code builds a dict of them and unpacks it again (~1.2 us a row, 4x the positional call), and each
+    request makes a row. Every parameter is `Any`: compiled, a declared `str` would be checked, and some
+    fields carry what a client sent (its clientInfo), which `Event` keeps as it came."""
+    return Event(method, decision, outcome, ts, session_id, client, client_version, agent_id, process_name, peer,
+                 server_name, tool_name, request_id, mode, enforced_action, policy_revision, rule_ids, reasons,
+                 redacted_keys, dlp, notes, params, response, duration_ms, upstream_ms, error_message, bytes_in,
+                 bytes_out, withhold_arguments, rules, decision_id)
 
 
 def _tool_error(response: Mapping[str, Any]) -> str | None:
