@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from mcpwall.pipeline import Stage
 from tests.harness import build_gateway
 from tests.proxy.harness import EVERYTHING, MEMORY, PERMISSIVE, script_server
 
@@ -261,13 +262,14 @@ async def test_calls_refused_at_the_door_are_recorded_only_up_to_a_budget_per_pe
 
     gw = make(tmp_path, {"m": script_server("misbehave", "ok")}).gateway
     recorded: list[str] = []
-    completed = gw.pipeline.complete
 
-    async def spy(ctx: Any) -> None:
-        recorded.append(ctx.session.peer)
-        await completed(ctx)
+    class Spy(Stage):  # the last observer: sees each request whose row the ledger stage was handed
+        name = "spy"
 
-    gw.pipeline.complete = spy
+        def on_complete(self, ctx: Any) -> None:
+            recorded.append(ctx.session.peer)
+
+    gw.pipeline._complete.append(Spy())  # (the pipeline runs compiled: its methods cannot be replaced)
     for i in range(DOOR_ROWS_PER_MINUTE + 10):
         await gw.refused(call(i, "x", {}), -32003, "Unauthorized", server="m", peer="10.9.8.7")
     await gw.refused(call(1, "x", {}), -32003, "Unauthorized", server="m", peer="127.0.0.1")
