@@ -56,10 +56,10 @@ MODULES: dict[str, tuple[str, ...]] = {
                          "_poisoning_walk"),
     "mcpwall.protocol": ("modern",),
     "mcpwall.metrics": ("_counts",),
-    "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mrtr", "_pipeline", "_traced"),
+    "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mrtr", "_pipeline", "_traced", "_asgi"),
     "mcpwall.stages": ("_kit", "chain", "poisoning", "dlp", "honeytokens", "honeytokens_inject", "response_rules",
                        "schema", "pins", "policy", "protocol", "ratelimit", "circuit", "selfguard", "rbac",
-                       "threatintel", "judge", "listfilter", "audit", "metrics"),
+                       "threatintel", "judge", "listfilter", "audit", "metrics", "auth"),
 }
 #: C and C++ extensions built next to them when their compiler and headers are there (module -> source
 #: under src/mcpwall); each is optional: without it the code that uses it takes its Python path.
