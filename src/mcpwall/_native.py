@@ -44,6 +44,8 @@ from pathlib import Path
 #: webhooks), and the list and its services (`__init__`, `_components`).
 #: So is what the metrics count as each request finishes (`metrics._counts`; the Prometheus collector,
 #: read per scrape, stays Python).
+#: So is what every stage is handed (`pipeline._context`: `RequestContext`, ~160 field reads a shipped call,
+#: each a generic attribute lookup on a Python class; the rest of `mcpwall.pipeline` stays Python).
 #: Compiled, a tuple is rebuilt where it is passed on: compare sentinels by value (`security._encoded.KNOWN`);
 #: and a test cannot patch what a compiled module calls.
 MODULES: dict[str, tuple[str, ...]] = {
@@ -56,6 +58,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                          "_poisoning_walk"),
     "mcpwall.protocol": ("modern",),
     "mcpwall.metrics": ("_counts",),
+    "mcpwall.pipeline": ("_context",),
     "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mrtr", "_pipeline", "_traced", "_asgi"),
     "mcpwall.stages": ("_kit", "chain", "poisoning", "dlp", "honeytokens", "honeytokens_inject", "response_rules",
                        "schema", "pins", "policy", "protocol", "ratelimit", "circuit", "selfguard", "rbac",

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import pytest
 
+from mcpwall.pipeline import RequestContext, Session
+from mcpwall.protocol.modern import LATEST_MODERN
 from mcpwall.security._classify import classify
 from mcpwall.security.chains import FINAL, ChainTracker, describe_flow, injection_evidence, kill_chain_event
+from mcpwall.stages.chain import flow_key
 
 
 class Clock:
@@ -152,13 +155,32 @@ def test_the_tracker_counts_its_sessions_and_forgets_one_by_name() -> None:
     assert "s2" not in tracker.sessions()
 
 
-def test_the_chain_stage_forgets_the_sessions_no_longer_live_past_2000() -> None:
+def _pruned(live: list[Session], tracked: list[str]) -> list[str]:
+    """What the chain stage still tracks of `tracked` once it prunes, with `live` the gateway's sessions."""
     from types import SimpleNamespace
 
     from mcpwall.stages.chain import ChainStage
 
     stage = ChainStage()
-    for i in range(2001):
-        stage.tracker.advance(f"s{i}", None, "fs/read_file")
-    stage._prune(SimpleNamespace(gateway=SimpleNamespace(sessions={"s7": object()})))  # type: ignore[arg-type]
-    assert stage.tracker.sessions() == ["s7"]
+    for sid in tracked:
+        stage.tracker.advance(sid, "READ_SENSITIVE", "fs/read_file")
+    gateway = SimpleNamespace(sessions={s.id: s for s in live})
+    stage._prune(RequestContext(gateway, live[0], {}, "tools/call", 1, {}))
+    return stage.tracker.sessions()
+
+
+def test_the_chain_stage_forgets_the_sessions_no_longer_live_past_2000() -> None:
+    legacy = Session("http", id="s7")
+    assert _pruned([legacy], [f"s{i}" for i in range(2001)]) == ["s7"]
+
+
+def test_past_2000_the_chain_stage_keeps_the_history_of_a_live_2026_07_28_client() -> None:
+    # a modern client's history is keyed by its principal and agent, not by a session id: pruning by
+    # the ids alone would drop it whenever the gateway tracks many sessions
+    modern = Session("http", principal="ci-bot", agent="ci-bot", protocol_version=LATEST_MODERN)
+    gone = Session("http", principal="old-bot", agent="old-bot", protocol_version=LATEST_MODERN)
+    key = flow_key(RequestContext(None, modern, {}, "tools/call", 1, {}))  # type: ignore[arg-type]
+    stale = flow_key(RequestContext(None, gone, {}, "tools/call", 1, {}))  # type: ignore[arg-type]
+    assert key.startswith("modern:")
+    assert key != stale
+    assert _pruned([modern], [key, stale, *(f"s{i}" for i in range(2001))]) == [key]

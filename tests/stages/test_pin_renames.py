@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from mcpwall.pipeline import RequestContext, Session
 from mcpwall.protocol import ErrorCode
 from mcpwall.security._poisoning_pins import PinBook, renamed_from, similarity
 from mcpwall.stages.pins import PinStage, build
@@ -145,14 +146,14 @@ def _stage(catalog: dict[str, dict[str, Any]], config: dict[str, Any] | None = N
 def _call(stage: PinStage, name: str) -> Any:
     import asyncio
 
-    ctx = SimpleNamespace(method="tools/call", server="w", target=name, notes={}, gateway=stage.gateway,
-                          session=SimpleNamespace(server=None), params={})
-    return asyncio.run(asyncio.wait_for(stage.on_request(ctx), 10))  # type: ignore[arg-type]
+    session = SimpleNamespace(server=None)
+    ctx = RequestContext(stage.gateway, session, {}, "tools/call", 1, {}, "w", name)  # type: ignore[arg-type]
+    return asyncio.run(asyncio.wait_for(stage.on_request(ctx), 10))
 
 
 def _visible(stage: PinStage, name: str) -> bool:
-    ctx = SimpleNamespace(method="tools/call", notes={})
-    return stage._visible(ctx, "tools", "w", name, {})  # type: ignore[arg-type]
+    ctx = RequestContext(stage.gateway, Session("http"), {}, "tools/call", 1, {})
+    return stage._visible(ctx, "tools", "w", name, {})
 
 
 def test_the_stage_hides_and_refuses_a_pending_rename_as_it_does_a_change() -> None:

@@ -8,7 +8,12 @@ policy snapshot every stage reads (`PolicyStore.current`). Below both
 neither reaches into the other through this package.
 """
 
+# ruff: noqa: E402  (the submodules are imported after `use_compiled` has chosen where from)
 from __future__ import annotations
+
+from mcpwall._native import use_compiled as _use_compiled
+
+_use_compiled(__path__, __name__)  # before any submodule (`_context` is compiled): see mcpwall._native
 
 from mcpwall.pipeline._policystore import PolicyStore
 from mcpwall.pipeline._session import (

@@ -35,17 +35,16 @@ deny (BLOCKED) with the error recorded in `ctx.notes["stage_error"]`
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mcpwall.pipeline._context import RequestContext
 from mcpwall.pipeline._session import Send, Session
-from mcpwall.protocol import ErrorCode, Message, RequestId
+from mcpwall.protocol import ErrorCode, Message
 
 if TYPE_CHECKING:
     from mcpwall.pipeline._view import GatewayView
-    from mcpwall.policy import Decision
 
 #: Sends one message to the client that made the request (an HTTP response stream, stdout).
 Emit = Send
@@ -61,46 +60,6 @@ class Reject:
     http_status: int = 200
     #: the outcome recorded for this rejection (ledger `decision`)
     outcome: str = "deny"
-
-
-@dataclass(slots=True)
-class RequestContext:
-    """Everything known about one client request as it crosses the pipeline."""
-
-    gateway: GatewayView
-    session: Session
-    message: Message
-    method: str
-    id: RequestId
-    params: dict[str, Any]
-    #: the upstream server this request is routed to (None: answered by the gateway)
-    server: str | None = None
-    #: the name the upstream knows (tool or prompt name without the `server__` prefix, or a URI)
-    target: str = ""
-    emit: Emit | None = None
-    decision: Decision | None = None
-    timeout_ms: int | None = None
-    started: float = field(default_factory=time.perf_counter)
-    started_wall: float = field(default_factory=time.time)
-    upstream_ms: float | None = None
-    #: "ok", "error" (the upstream answered with an error), "deny", "ask-denied", "timeout",
-    #: "failed" (transport), "rejected" (auth, rate, protocol), "cancelled"
-    outcome: str = "pending"
-    response: Message | None = None
-    error_message: str | None = None
-    #: per-stage annotations for the ledger (e.g. DLP redactions) and timings
-    notes: dict[str, Any] = field(default_factory=dict)
-    bytes_in: int = 0
-    bytes_out: int = 0
-    #: this request is its server's half-open circuit probe (see stages/circuit.py)
-    probe: bool = False
-    #: the W3C trace context of the HTTP request that carried it (`traceparent`, `tracestate`)
-    trace_headers: dict[str, str] | None = None
-    #: the call's span while traces are on (`mcpwall.telemetry`), else None
-    span: Any = None
-    #: what one stage derived from this message that another reuses rather than derives again
-    #: (keyed by what derived it, e.g. `stages._kit.call_facts`)
-    shared: dict[str, Any] = field(default_factory=dict)
 
 
 class Stage:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import re2
 
 from mcpwall._re2 import search_set
-from mcpwall.pipeline import Holder, Reject, RequestContext, Stage
+from mcpwall.pipeline import Holder, Reject, RequestContext, Session, Stage
 from mcpwall.policy import Decision
 from mcpwall.protocol import ErrorCode, Message
 from mcpwall.protocol.modern import MODERN_VERSIONS
@@ -268,7 +268,9 @@ class ChainStage(Stage):
             self._pending.clear()
             self._evidence.clear()
         if self.tracker.count() > 2000:
-            live = ctx.gateway.sessions
+            # the histories of live sessions: a legacy one's by its id, a 2026-07-28 client's by its
+            # principal and agent (`flow_key`), never in `sessions` by that name
+            live = {session_flow(s) for s in ctx.gateway.sessions.values()}
             for sid in self.tracker.sessions():
                 if sid not in live:
                     self.tracker.forget(sid)
@@ -281,7 +283,11 @@ class ChainStage(Stage):
 def flow_key(ctx: RequestContext) -> str:
     """The history a call joins: its session's (handshake era), or its principal's and agent's
     (2026-07-28: no session, and `clientInfo` is the client's to say)."""
-    s = ctx.session
+    return session_flow(ctx.session)
+
+
+def session_flow(s: Session) -> str:
+    """The history of the calls of session `s` (see `flow_key`)."""
     if s.protocol_version in MODERN_VERSIONS:
         return f"modern:{s.principal}:{s.agent}"
     return s.id
