@@ -174,6 +174,32 @@ def test_every_source_of_a_compiled_package_is_in_the_stamp() -> None:
     assert "mcpwall.policy._re2set.cpp" in hashes
 
 
+def _imports_from(node: object, package: str) -> bool:
+    """Whether `node` imports anything of `package` (relatively, or by its name)."""
+    import ast
+
+    if isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        return bool(node.level) or module == package or module.startswith(package + ".")
+    return isinstance(node, ast.Import) and any(a.name.startswith(package + ".") for a in node.names)
+
+
+def test_every_compiled_package_puts_its_build_first_before_it_imports_a_submodule() -> None:
+    # Compiled code that imports a compiled class finding the Python one instead crashes the process at
+    # import (a segfault, no error): each package's `__init__` must call `use_compiled` before anything
+    # of its own is imported.
+    import ast
+
+    for package in _native.packages():
+        init = ROOT / "src" / Path(*package.split(".")) / "__init__.py"
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id in ("_use_compiled", "use_compiled")]
+        own = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) and _imports_from(n, package)]
+        assert calls, f"{package}/__init__.py never calls use_compiled"
+        assert not own or min(calls) < min(own), f"{package}/__init__.py imports a submodule before use_compiled"
+
+
 def test_pure_mode_ignores_a_current_build(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_native, "_valid", True)
     monkeypatch.setenv("MCPWALL_PURE", "1")
