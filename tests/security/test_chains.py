@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from mcpwall.pipeline import RequestContext, Session
+from mcpwall.pipeline import Session
 from mcpwall.protocol.modern import LATEST_MODERN
 from mcpwall.security._classify import classify
 from mcpwall.security.chains import FINAL, ChainTracker, describe_flow, injection_evidence, kill_chain_event
 from mcpwall.stages.chain import flow_key
+from tests.harness import context
 
 
 class Clock:
@@ -165,7 +166,7 @@ def _pruned(live: list[Session], tracked: list[str]) -> list[str]:
     for sid in tracked:
         stage.tracker.advance(sid, "READ_SENSITIVE", "fs/read_file")
     gateway = SimpleNamespace(sessions={s.id: s for s in live})
-    stage._prune(RequestContext(gateway, live[0], {}, "tools/call", 1, {}))
+    stage._prune(context(gateway, session=live[0]))
     return stage.tracker.sessions()
 
 
@@ -179,8 +180,7 @@ def test_past_2000_the_chain_stage_keeps_the_history_of_a_live_2026_07_28_client
     # the ids alone would drop it whenever the gateway tracks many sessions
     modern = Session("http", principal="ci-bot", agent="ci-bot", protocol_version=LATEST_MODERN)
     gone = Session("http", principal="old-bot", agent="old-bot", protocol_version=LATEST_MODERN)
-    key = flow_key(RequestContext(None, modern, {}, "tools/call", 1, {}))  # type: ignore[arg-type]
-    stale = flow_key(RequestContext(None, gone, {}, "tools/call", 1, {}))  # type: ignore[arg-type]
+    key, stale = flow_key(context(session=modern)), flow_key(context(session=gone))
     assert key.startswith("modern:")
     assert key != stale
     assert _pruned([modern], [key, stale, *(f"s{i}" for i in range(2001))]) == [key]

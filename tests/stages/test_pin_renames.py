@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from mcpwall.pipeline import RequestContext, Session
+from mcpwall.pipeline import Session
 from mcpwall.protocol import ErrorCode
 from mcpwall.security._poisoning_pins import PinBook, renamed_from, similarity
 from mcpwall.stages.pins import PinStage, build
 from mcpwall.state import MemoryStateStore
+from tests.harness import context
 
 DESC = "Get the weather forecast for a city for the next few days, with temperatures and rain."
 ALERTS = "Weather alerts for a region, as issued by the national service."
@@ -146,13 +147,12 @@ def _stage(catalog: dict[str, dict[str, Any]], config: dict[str, Any] | None = N
 def _call(stage: PinStage, name: str) -> Any:
     import asyncio
 
-    session = SimpleNamespace(server=None)
-    ctx = RequestContext(stage.gateway, session, {}, "tools/call", 1, {}, "w", name)  # type: ignore[arg-type]
+    ctx = context(stage.gateway, server="w", target=name, session=Session("http"))
     return asyncio.run(asyncio.wait_for(stage.on_request(ctx), 10))
 
 
 def _visible(stage: PinStage, name: str) -> bool:
-    ctx = RequestContext(stage.gateway, Session("http"), {}, "tools/call", 1, {})
+    ctx = context(stage.gateway, session=Session("http"))
     return stage._visible(ctx, "tools", "w", name, {})
 
 
