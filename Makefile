@@ -21,6 +21,9 @@ MCPWALL_RUN_HOME ?= $(HOME)/.mcpwall
 # The demo policy for the example servers (the README's quick start), and the port.
 MCPWALL_RUN_POLICY ?= examples/policy.yaml
 MCPWALL_RUN_PORT ?= 9420
+# The suite's workers (pytest-xdist): one a core. Each takes whole test files (`--dist loadfile`), so a
+# module's fixtures (a conformance run, a PostgreSQL server) are set up once; PYTEST_JOBS=0 runs it in one process.
+PYTEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 say = @echo "==> $(1)"
 
 .PHONY: run runtime test unit lint typecheck pytest bench setup system native clean
@@ -94,7 +97,7 @@ typecheck: $(PY_STAMP)
 	$(BIN)/mypy
 
 pytest: setup
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_JOBS) --dist loadfile
 
 test: system lint typecheck pytest
 

@@ -7,6 +7,24 @@ from pathlib import Path
 
 import pytest
 
+#: The test files that run for minutes (a whole conformance run in one module fixture, the Python re-run of
+#: tests/security and tests/stages): collected first, so that under `make test`'s workers (pytest-xdist, a
+#: file to a worker) they start together and none is left running alone at the end.
+_LONGEST = ("tests/test_native.py", "tests/conformance2/test_conformance2.py",
+            "tests/conformance2/test_conformance_auth.py", "tests/conformance/test_conformance.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    first = {name: n for n, name in enumerate(_LONGEST)}
+
+    def rank(item: pytest.Item) -> int:
+        try:
+            return first.get(item.path.relative_to(config.rootpath).as_posix(), len(first))
+        except ValueError:  # (a test outside the tree)
+            return len(first)
+
+    items.sort(key=rank)  # (stable: each file's tests keep their order)
+
 
 @pytest.fixture
 def write_policy(tmp_path: Path) -> Callable[..., Path]:
