@@ -58,7 +58,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                          "_poisoning_walk"),
     "mcpwall.protocol": ("modern",),
     "mcpwall.metrics": ("_counts",),
-    "mcpwall.pipeline": ("_context",),
+    "mcpwall.pipeline": ("_context", "_session"),
     "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mrtr", "_pipeline", "_traced", "_asgi"),
     "mcpwall.stages": ("_kit", "chain", "poisoning", "dlp", "honeytokens", "honeytokens_inject", "response_rules",
                        "schema", "pins", "policy", "protocol", "ratelimit", "circuit", "selfguard", "rbac",

@@ -297,6 +297,12 @@ database = {{
 
     def _admin_call(self, method: str, path: str, body: Any = None) -> Any:
         r = self.admin.request(method, path, json=body)
+        if r.status_code == 401:
+            # the administrator's login lasts its scope's password age (g_admin's: 600 s in Debian's schema):
+            # a test session that needs the admin API again later (other files ran in between) logs in anew
+            self.admin.close()
+            self._admin = None
+            r = self.admin.request(method, path, json=body)
         if r.status_code != 200:
             raise GlewlwydError(f"{method} {path}: {r.status_code} {r.text}")
         return r.json() if r.content else None

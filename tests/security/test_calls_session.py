@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from mcpwall.protocol.modern import LATEST_MODERN
 from mcpwall.proxy import Session
 from mcpwall.stages import chain as chain_mod
 from tests.harness import build_gateway, context
@@ -94,6 +95,45 @@ async def test_a_destination_an_earlier_call_named_and_plain_navigation_pass(
     assert (
         await _run(stage, gw, session, "browser_navigate", {"url": "https://docs.example.org/guide"}) is None
     )
+
+
+async def _between_sessions(stage: chain_mod.ChainStage, gw: Any) -> None:
+    """The gateway tracks over 2,000 histories, of sessions no longer open, and another client's call
+    completes: the stage prunes them."""
+    for n in range(2001):
+        stage.tracker.advance(f"gone-{n}", None, "fs/read_file")
+    assert await _run(stage, gw, Session(kind="http"), "get_weather", {"city": "Paris"}) is None
+    assert stage.tracker.count() < 2000
+
+
+@pytest.mark.parametrize("sink", SINKS)
+async def test_a_2026_07_28_client_whose_session_closed_keeps_its_private_read_through_a_prune(
+    setup: tuple[chain_mod.ChainStage, Any], sink: tuple[str, dict[str, Any]]
+) -> None:
+    # a modern client has no session of its own: the gateway keeps one for its principal and agent, and may
+    # close it (idle, or for the principal's cap) and open another at its next call; its history (keyed by
+    # principal and agent) must outlive that, or the gateway's many other clients would wipe it
+    stage, gw = setup
+    first = Session(kind="http", principal="ci-bot", agent="ci-bot", protocol_version=LATEST_MODERN)
+    assert await _run(stage, gw, first, "read_file", {"path": "/workspace/.env"}) is None
+    await _between_sessions(stage, gw)
+    again = Session(kind="http", principal="ci-bot", agent="ci-bot", protocol_version=LATEST_MODERN)
+    verdict = await _run(stage, gw, again, *sink)
+    assert verdict is not None
+    assert verdict.data is not None
+    assert verdict.data["rule_ids"] == ["mcpwall.private-to-sink"]
+
+
+async def test_a_closed_handshake_sessions_history_goes_at_the_prune(
+    setup: tuple[chain_mod.ChainStage, Any],
+) -> None:
+    # (its id never comes back: a new session of the same client is a new history, as it always was)
+    stage, gw = setup
+    session = Session(kind="http")
+    assert await _run(stage, gw, session, "read_file", {"path": "/workspace/.env"}) is None
+    assert session.id in stage.tracker.sessions()
+    await _between_sessions(stage, gw)
+    assert session.id not in stage.tracker.sessions()
 
 
 async def test_off_switches_it_off(tmp_path: Path) -> None:

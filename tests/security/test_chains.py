@@ -156,15 +156,19 @@ def test_the_tracker_counts_its_sessions_and_forgets_one_by_name() -> None:
     assert "s2" not in tracker.sessions()
 
 
-def _pruned(live: list[Session], tracked: list[str]) -> list[str]:
-    """What the chain stage still tracks of `tracked` once it prunes, with `live` the gateway's sessions."""
+def _pruned(live: list[Session], tracked: list[str], idle_s: float = 0.0) -> list[str]:
+    """What the chain stage still tracks of `tracked` once it prunes, `idle_s` after their last calls, with
+    `live` the gateway's sessions."""
     from types import SimpleNamespace
 
     from mcpwall.stages.chain import ChainStage
 
     stage = ChainStage()
+    clock = Clock()
+    stage.tracker.clock = clock
     for sid in tracked:
         stage.tracker.advance(sid, "READ_SENSITIVE", "fs/read_file")
+    clock.now += idle_s
     gateway = SimpleNamespace(sessions={s.id: s for s in live})
     stage._prune(context(gateway, session=live[0]))
     return stage.tracker.sessions()
@@ -175,12 +179,17 @@ def test_the_chain_stage_forgets_the_sessions_no_longer_live_past_2000() -> None
     assert _pruned([legacy], [f"s{i}" for i in range(2001)]) == ["s7"]
 
 
-def test_past_2000_the_chain_stage_keeps_the_history_of_a_live_2026_07_28_client() -> None:
+def test_past_2000_the_chain_stage_keeps_a_2026_07_28_clients_history_until_an_hour_without_calls() -> None:
     # a modern client's history is keyed by its principal and agent, not by a session id: pruning by
-    # the ids alone would drop it whenever the gateway tracks many sessions
+    # the ids alone would drop it whenever the gateway tracks many sessions, and the session the
+    # gateway keeps for it may be closed (idle, or for its principal's cap) between two of its calls
     modern = Session("http", principal="ci-bot", agent="ci-bot", protocol_version=LATEST_MODERN)
     gone = Session("http", principal="old-bot", agent="old-bot", protocol_version=LATEST_MODERN)
-    key, stale = flow_key(context(session=modern)), flow_key(context(session=gone))
+    key, between = flow_key(context(session=modern)), flow_key(context(session=gone))
     assert key.startswith("modern:")
-    assert key != stale
-    assert _pruned([modern], [key, stale, *(f"s{i}" for i in range(2001))]) == [key]
+    assert key != between
+    legacy = [f"s{i}" for i in range(2001)]
+    assert _pruned([modern], [key, between, *legacy]) == [key, between]
+    assert _pruned([modern], [key, between, *legacy], idle_s=3599) == [key, between]
+    # an hour on, its sources are out of force (sourceTtlSeconds) and the history goes; a live one stays
+    assert _pruned([modern], [key, between, *legacy], idle_s=3601) == [key]

@@ -53,15 +53,24 @@ def keep_capabilities(caps: Any) -> dict[str, Any]:
     return kept
 
 
-@dataclass
 class Inflight:
-    """A client request currently being served."""
+    """A client request currently being served (one a call: its `__init__` written out, see `Session`)."""
 
     server: str | None
-    upstream_id: RequestId | None = None
-    task: asyncio.Task[Any] | None = None
+    upstream_id: RequestId | None
+    task: asyncio.Task[Any] | None
     #: its RequestContext, for what joins the call's ledger row later (the input rounds, _mrtr)
-    ctx: Any = None
+    ctx: Any
+
+    def __init__(self, server: str | None, upstream_id: RequestId | None = None, task: asyncio.Task[Any] | None = None,
+                 ctx: Any = None) -> None:
+        self.server = server
+        self.upstream_id = upstream_id
+        self.task = task
+        self.ctx = ctx
+
+    def __repr__(self) -> str:
+        return f"Inflight(server={self.server!r}, upstream_id={self.upstream_id!r}, task={self.task!r})"
 
 
 @dataclass
@@ -75,6 +84,11 @@ class ServerRequest:
 
 @dataclass
 class Session:
+    """One downstream client's session. Compiled (`_native.MODULES`): every stage reads it on every call,
+    and a compiled stage reads a compiled class's field at a fixed offset where a Python object's is a
+    generic attribute lookup. So a field's declared type is checked when it is set, from Python too, and
+    no attribute it does not declare can be set on it."""
+
     kind: str  # "http", "stdio", "plain", "frame"
     server: str | None = None
     id: str = field(default_factory=lambda: secrets.token_hex(16))

@@ -301,7 +301,7 @@ class Gateway:
         ctx = RequestContext(self, session, msg, msg["method"], msg["id"], params, emit=emit, bytes_in=bytes_in,
                              trace_headers=trace_headers)
         task = asyncio.current_task()
-        session.inflight[ctx.id] = Inflight(server=None, task=task, ctx=ctx)
+        session.inflight[ctx.id] = Inflight(None, None, task, ctx)
         try:
             try:
                 self.router.route(ctx)

@@ -108,6 +108,8 @@ class SessionChain:
     untrusted: list[Step] = field(default_factory=list)
     #: Destinations (hosts, e-mail addresses) the session's calls named in their arguments (at most 256).
     named: set[str] = field(default_factory=set)
+    #: when a call last joined this history (the tracker's clock): `ChainTracker.expire` forgets by it
+    seen: float = 0.0
 
     def current(self, now: float, decay: float) -> str:
         if self.state not in ("idle", FINAL) and now - self.entered >= decay:
@@ -135,6 +137,7 @@ class ChainTracker:
                 self._sessions.popitem(last=False)
         else:
             self._sessions.move_to_end(sid)
+        chain.seen = self.clock()
         return chain
 
     def forget(self, sid: str) -> None:
@@ -144,9 +147,19 @@ class ChainTracker:
         """Take `sid`'s chain as another replica left it (`_chain_store`)."""
         self._sessions[sid] = chain
         self._sessions.move_to_end(sid)
+        chain.seen = self.clock()
 
     def sessions(self) -> list[str]:
         return list(self._sessions)
+
+    def expire(self, live: set[str], lasting: str, idle_s: float) -> int:
+        """Forget the histories not in `live`: at once, or, for those whose name starts with `lasting`
+        (a client's that outlives its sessions), once no call joined them for `idle_s`. How many remain."""
+        horizon = self.clock() - idle_s
+        for sid, chain in list(self._sessions.items()):
+            if sid not in live and (not sid.startswith(lasting) or chain.seen < horizon):
+                del self._sessions[sid]
+        return len(self._sessions)
 
     def count(self) -> int:
         """How many sessions are tracked (asked after every call: no list of them built)."""

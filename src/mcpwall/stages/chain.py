@@ -84,6 +84,10 @@ _INJECTION = re2.compile(INJECTION.pattern)
 #: whether a text holds it at all, keeping the GIL (google-re2's search releases it: see search_set)
 _INJECTION_IN = search_set([INJECTION.pattern])
 _SCAN_LIMIT = 65_536
+#: tracked histories past which the stage forgets those of gone clients (`_prune`)
+PRUNE_AT = 2000
+#: how a 2026-07-28 client's history is named: by its principal and agent, not a session (`session_flow`)
+MODERN_FLOW = "modern:"
 
 
 def _size_hint(args: Mapping[str, Any]) -> int:
@@ -128,6 +132,8 @@ class ChainStage(Stage):
         self.sources = {"private": 0, "untrusted": 0}
         #: the histories in the replicas' shared store, when there is one (bound to the gateway's)
         self.shared: SharedChains | None = None
+        #: how many tracked histories make the next call prune them (`_prune`)
+        self._prune_at = PRUNE_AT
 
     def bind(self, gateway: GatewayView) -> None:
         if isinstance(gateway.state, RedisStateStore):
@@ -267,13 +273,16 @@ class ChainStage(Stage):
         if len(self._pending) > 10_000:
             self._pending.clear()
             self._evidence.clear()
-        if self.tracker.count() > 2000:
-            # the histories of live sessions: a legacy one's by its id, a 2026-07-28 client's by its
-            # principal and agent (`flow_key`), never in `sessions` by that name
+        if self.tracker.count() > self._prune_at:
+            # A closed legacy session's history goes (its id never comes back). A 2026-07-28 client's, keyed
+            # by its principal and agent (`flow_key`), outlives the session the gateway keeps for it (closed
+            # when idle, or for the principal's cap, and opened again at its next call): it stays until no
+            # call joined it for the sources' lifetime, when nothing in it would count any more.
             live = {session_flow(s) for s in ctx.gateway.sessions.values()}
-            for sid in self.tracker.sessions():
-                if sid not in live:
-                    self.tracker.forget(sid)
+            left = self.tracker.expire(live, MODERN_FLOW, self.tracker.source_ttl_s)
+            # next time at twice what is left: a gateway with more live histories than 2,000 does not walk
+            # them all after every call
+            self._prune_at = max(PRUNE_AT, 2 * left)
 
     def status(self) -> dict[str, Any]:
         return {"kill_chain_blocks": self.kill_chain_blocks, "toxic_flows": self.toxic_flows,
@@ -289,7 +298,7 @@ def flow_key(ctx: RequestContext) -> str:
 def session_flow(s: Session) -> str:
     """The history of the calls of session `s` (see `flow_key`)."""
     if s.protocol_version in MODERN_VERSIONS:
-        return f"modern:{s.principal}:{s.agent}"
+        return f"{MODERN_FLOW}{s.principal}:{s.agent}"
     return s.id
 
 
