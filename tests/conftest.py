@@ -7,23 +7,28 @@ from pathlib import Path
 
 import pytest
 
-#: The test files that run for minutes (a whole conformance run in one module fixture, the Python re-run of
-#: tests/security and tests/stages): collected first, so that under `make test`'s workers (pytest-xdist, a
-#: file to a worker) they start together and none is left running alone at the end.
-_LONGEST = ("tests/test_native.py", "tests/conformance2/test_conformance2.py",
-            "tests/conformance2/test_conformance_auth.py", "tests/conformance/test_conformance.py")
+#: The test files that run for minutes (a whole conformance run in one module fixture): collected first, so
+#: that under `make test`'s workers (pytest-xdist, a file to a worker) none is left running alone at the end.
+#: (xdist hands each worker one file, then a second: so the first two start together and the OAuth
+#: scenarios, timed by the suite, start on the first worker once its conformance run is over)
+_LONGEST = ("tests/conformance2/test_conformance2.py", "tests/conformance/test_conformance.py",
+            "tests/conformance2/test_conformance_auth.py")
+#: Collected last: it runs tests/security and tests/stages again as Python, two pytest processes side by
+#: side, so it keeps both cores busy alone; run beside another worker's conformance runs, the three
+#: starved the suite's OAuth driver past its time limit.
+_LAST = ("tests/test_native.py",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    first = {name: n for n, name in enumerate(_LONGEST)}
+    rank = {name: n for n, name in enumerate(_LONGEST)} | {name: len(_LONGEST) + 2 for name in _LAST}
 
-    def rank(item: pytest.Item) -> int:
+    def place(item: pytest.Item) -> int:
         try:
-            return first.get(item.path.relative_to(config.rootpath).as_posix(), len(first))
+            return rank.get(item.path.relative_to(config.rootpath).as_posix(), len(_LONGEST) + 1)
         except ValueError:  # (a test outside the tree)
-            return len(first)
+            return len(_LONGEST) + 1
 
-    items.sort(key=rank)  # (stable: each file's tests keep their order)
+    items.sort(key=place)  # (stable: each file's tests keep their order)
 
 
 @pytest.fixture

@@ -298,7 +298,7 @@ class UpstreamServer:
         if sent is None:
             return response
         if final(response, sent.version):
-            return incoming(self, method, response, asked)
+            return incoming(self, method, response)
         return await settle(self, method, asked, response, sent, timeout=timeout, session_id=session_id,
                             downstream_id=downstream_id, emit=emit, on_sent=on_sent)
 
