@@ -24,12 +24,19 @@ MCPWALL_RUN_PORT ?= 9420
 # The suite's workers (pytest-xdist): one a core. Each takes whole test files (`--dist loadfile`), so a
 # module's fixtures (a conformance run, a PostgreSQL server) are set up once; PYTEST_JOBS=0 runs it in one process.
 PYTEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+# Jobs for the set-up and the checks: the hot path's C compile is one process for minutes, so the
+# lint, the type check and the npm installs run beside it.
+SETUP_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 say = @echo "==> $(1)"
 
-.PHONY: run runtime test unit lint typecheck pytest bench setup system native clean
+.PHONY: run runtime test unit lint typecheck pytest suite bench setup prepared system native clean
 
-# Everything the suite drives: Debian packages, the dev environment, every npm project, the native build.
-setup: system $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP) $(CONF2_STAMP) $(TOOLS_STAMP) native
+# Everything the suite drives: Debian packages (first: the rest needs them), then side by side the
+# dev environment, every npm project and the native build (listed first: it takes longest).
+setup: system
+	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) prepared
+
+prepared: native $(PY_STAMP) $(NODE_STAMP) $(CONF_STAMP) $(CONF2_STAMP) $(TOOLS_STAMP)
 
 # What `make run` needs: mcpwall with its runtime dependencies and the example servers (no test tools).
 runtime: $(RUN_STAMP) $(NODE_STAMP)
@@ -42,7 +49,7 @@ system:
 # libssl-dev are; a no-op when the build matches the sources, and without a C compiler the
 # modules run as Python.
 native: $(PY_STAMP)
-	$(call say,compiling the hot path (mypyc, RE2::Set, the ledger's C writer; about a minute the first time))
+	$(call say,compiling the hot path (mypyc, RE2::Set, the ledger's C writer; two to three minutes the first time))
 	@$(BIN)/python tools/build_native.py
 
 $(BIN)/python:
@@ -97,9 +104,15 @@ typecheck: $(PY_STAMP)
 	$(BIN)/mypy
 
 pytest: setup
+	@$(MAKE) --no-print-directory suite
+
+# The suite once everything it drives is there (`pytest` and `test` set that up first).
+suite: prepared
 	$(BIN)/pytest -n $(PYTEST_JOBS) --dist loadfile
 
-test: system lint typecheck pytest
+# The Debian packages, then the set-up, the lint and the type check side by side, then the suite.
+test: system
+	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) native lint typecheck suite
 
 # The fast tests, without the set-up of system packages and npm projects.
 unit: $(PY_STAMP)
