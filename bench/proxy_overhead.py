@@ -1,11 +1,14 @@
 """Gateway overhead on the echo tool of @modelcontextprotocol/server-everything.
 
-Measures, in one run, the same `tools/call echo` six ways:
+Measures, in one run, the same `tools/call echo` eight ways:
 
 - direct stdio to the server (the baseline),
 - through the gateway's aggregated streamable-HTTP endpoint `/mcp`, as a
   legacy-era client (a session from `initialize`) and as a 2026-07-28 one
-  (no session: the protocol in each request's `_meta` and `Mcp-*` headers),
+  (no session: the protocol in each request's `_meta` and `Mcp-*` headers);
+  server-everything speaks only the legacy era, so the 2026-07-28 call is
+  bridged, and the same two calls go to bench/sdk_echo.py (the SDK's dual-era
+  echo) opened in each era: each era's call end to end,
 - through `mcpwall proxy --stdio`,
 - through seatbelt's plain route `POST /{server}`,
 - through bench/bare_relay.py, a uvicorn + orjson relay with no checks at all
@@ -352,7 +355,10 @@ def wait_for_gateway(home: Path, port: int, seconds: float) -> str:
 @contextmanager
 def gateway(home: Path, port: int) -> Iterator[tuple[int, str]]:
     servers = home / "servers.json"
-    servers.write_text(json.dumps({"mcpServers": {"everything": {"command": EVERYTHING[0], "args": EVERYTHING[1:]}}}))
+    # server-everything (a legacy-only server: a 2026-07-28 call to it is bridged) and the SDK's dual-era
+    # echo opened in each era (each era's call end to end)
+    servers.write_text(json.dumps({"mcpServers": {"everything": {"command": EVERYTHING[0], "args": EVERYTHING[1:]},
+                                                  **sdk_servers()}}))
     proc = subprocess.Popen([MCPWALL, "proxy", "--home", str(home), "--servers", str(servers), "--port", str(port),
                              "--log-level", "WARNING"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -461,6 +467,14 @@ def main() -> None:
                                     {**auth, "Accept": "application/json, text/event-stream", **MODERN_HEADERS}),
                 "POST /{server}": (f"http://127.0.0.1:{port}/everything",
                                    json.dumps(call(0, "echo")).replace('"id": 0', '"id": "%s"'), auth),
+                # each era end to end: the SDK's echo opened in that era (bench/sdk_echo.py)
+                "/mcp, SDK server": (f"http://127.0.0.1:{port}/mcp",
+                                     json.dumps(call(0, "legacy__echo")).replace('"id": 0', '"id": "%s"'),
+                                     {**auth, "Accept": "application/json, text/event-stream", "Mcp-Session-Id": sid}),
+                "/mcp 2026-07-28, SDK server": (f"http://127.0.0.1:{port}/mcp",
+                                                json.dumps(modern_call(0, "modern__echo")).replace('"id": 0', '"id": "%s"'),
+                                                {**auth, "Accept": "application/json, text/event-stream",
+                                                 **MODERN_HEADERS, "Mcp-Name": "modern__echo"}),
             }
             with tempfile.TemporaryDirectory() as wrk_dir:
                 for route, (url, body, headers) in routes.items():
