@@ -124,6 +124,24 @@ async def test_a_2026_07_28_client_whose_session_closed_keeps_its_private_read_t
     assert verdict.data["rule_ids"] == ["mcpwall.private-to-sink"]
 
 
+@pytest.mark.parametrize("version", ["2025-11-25", "2024-11-05"])
+@pytest.mark.parametrize("sink", SINKS)
+async def test_a_2026_07_28_client_that_then_sends_initialize_keeps_its_private_read(
+    setup: tuple[chain_mod.ChainStage, Any], sink: tuple[str, dict[str, Any]], version: str
+) -> None:
+    # one stdio session whose client speaks 2026-07-28 first, its history named by principal and agent, and
+    # then sends an `initialize` (which sets the session's version to a handshake one): switching eras must
+    # not give it a fresh, empty history
+    stage, gw = setup
+    session = Session(kind="stdio", principal="ci-bot", agent="ci-bot", protocol_version=LATEST_MODERN)
+    assert await _run(stage, gw, session, "read_file", {"path": "/workspace/.env"}) is None
+    session.protocol_version = version  # as `_local._initialize` sets it
+    verdict = await _run(stage, gw, session, *sink)
+    assert verdict is not None
+    assert verdict.data is not None
+    assert verdict.data["rule_ids"] == ["mcpwall.private-to-sink"]
+
+
 async def test_a_closed_handshake_sessions_history_goes_at_the_prune(
     setup: tuple[chain_mod.ChainStage, Any],
 ) -> None:

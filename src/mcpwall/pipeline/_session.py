@@ -114,6 +114,9 @@ class Session:
     closed: bool = False
     #: sees every message pushed to the client (the gateway's taps)
     observer: Callable[[Session, str, Message], None] | None = None
+    #: the name of its history in the chain stage once it was asked for (`stages.chain.session_flow`):
+    #: a 2026-07-28 client's is built from its principal and agent, which never change
+    flow: str = ""
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _buffer: deque[Message] = field(default_factory=lambda: deque(maxlen=MAX_BUFFERED))
 

@@ -41,7 +41,7 @@ SERVER_INFO_META_KEY: Final = "io.modelcontextprotocol/serverInfo"
 MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
 HANDSHAKE_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 #: mcp_types.methods.CACHEABLE_METHODS: the results that carry `ttlMs` and `cacheScope`
-CACHEABLE_METHODS = frozenset(
+CACHEABLE_METHODS: Final = frozenset(
     {
         "server/discover",
         "tools/list",
@@ -52,16 +52,16 @@ CACHEABLE_METHODS = frozenset(
     }
 )
 #: The versions a request's `_meta` may name (newest first).
-MODERN_VERSIONS: tuple[str, ...] = tuple(reversed(MODERN_PROTOCOL_VERSIONS))
+MODERN_VERSIONS: Final[tuple[str, ...]] = tuple(reversed(MODERN_PROTOCOL_VERSIONS))
 LATEST_MODERN = MODERN_VERSIONS[0]
 #: Every version the gateway serves, modern (per request) and legacy (by `initialize`), newest
 #: first: `server/discover`'s `supportedVersions` and an UnsupportedProtocolVersionError's `supported`.
 ALL_VERSIONS: tuple[str, ...] = (*MODERN_VERSIONS, *reversed(HANDSHAKE_PROTOCOL_VERSIONS))
 #: Methods 2026-07-28 removed: a modern request naming one is answered as an unknown method.
-REMOVED = frozenset({"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+REMOVED: Final = frozenset({"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 #: `io.modelcontextprotocol/logLevel` values (the LoggingLevel of the schema), least severe first.
 LOG_ORDER = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-LOG_LEVELS = frozenset(LOG_ORDER)
+LOG_LEVELS: Final = frozenset(LOG_ORDER)
 #: The envelope keys a legacy upstream must not see: the SDK's handshake-era servers refuse a
 #: request carrying the version key, and the rest describe the gateway's client, not the gateway.
 ENVELOPE_KEYS = (
@@ -70,14 +70,14 @@ ENVELOPE_KEYS = (
     CLIENT_INFO_META_KEY,
     LOG_LEVEL_META_KEY,
 )
-_ENVELOPE_KEY_SET = frozenset(ENVELOPE_KEYS)
+_ENVELOPE_KEY_SET: Final = frozenset(ENVELOPE_KEYS)
 #: Who answers: the gateway, on every result of a modern request.
-SERVER_INFO = {"name": "mcpwall", "version": __version__}
+SERVER_INFO: Final = {"name": "mcpwall", "version": __version__}
 #: The JSON-RPC server-error codes 2026-07-28 reserves for the specification (-32020 to -32099);
 #: only those it defines may be sent, and only with their meaning.
 RESERVED = range(-32099, -32019)
 #: Codes earlier revisions gave a meaning that 2026-07-28 retired: never sent to a modern client.
-RETIRED = frozenset({-32002, -32042})
+RETIRED: Final = frozenset({-32002, -32042})
 
 __all__ = [
     "ALL_VERSIONS",
@@ -132,10 +132,10 @@ _made: Callable[[type[Envelope], tuple[str, str, str, str | None]], Envelope] = 
 
 def is_modern(params: Any) -> bool:
     """Whether a request's params carry the 2026-07-28 envelope (its version key)."""
-    if params.__class__ is not dict:
+    if type(params) is not dict:
         return False
     meta = params.get("_meta")
-    return meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta
+    return type(meta) is dict and PROTOCOL_VERSION_META_KEY in meta
 
 
 def envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
@@ -145,20 +145,20 @@ def envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
     gateway does not serve per request is UnsupportedProtocolVersionError naming those it does.
     """
     meta: Any = params.get("_meta")
-    if meta.__class__ is dict:
+    if type(meta) is dict:
         # Every modern call passes here: an envelope as JSON gives it (a served version, capabilities
         # an object, no or a known log level) is read in one pass; anything else takes the checks below,
         # which find the same answer and say what is wrong.
         version = meta.get(PROTOCOL_VERSION_META_KEY)
         level = meta.get(LOG_LEVEL_META_KEY)
         if (
-            version.__class__ is str
+            type(version) is str
             and version in MODERN_VERSIONS
-            and meta.get(CLIENT_CAPABILITIES_META_KEY).__class__ is dict
-            and (level is None or (level.__class__ is str and level in LOG_LEVELS))
+            and type(meta.get(CLIENT_CAPABILITIES_META_KEY)) is dict
+            and (level is None or (type(level) is str and level in LOG_LEVELS))
         ):
             info = meta.get(CLIENT_INFO_META_KEY)
-            if info.__class__ is dict:
+            if type(info) is dict:
                 name, client_version = str(info.get("name", ""))[:200], str(info.get("version", ""))[:100]
                 env = _made(Envelope, (version, name, client_version, level))
             elif not isinstance(info, dict):
@@ -172,7 +172,7 @@ def envelope(rid: RequestId | None, params: dict[str, Any]) -> Envelope:
 
 def _envelope_checks(rid: RequestId | None, meta: Any) -> Envelope:
     """`envelope` by every check in turn (what its one-pass reading must agree with)."""
-    if meta.__class__ is not dict:
+    if type(meta) is not dict:
         raise ProtocolError(
             ErrorCode.INVALID_PARAMS,
             "params._meta must be an object carrying the required "
@@ -268,11 +268,13 @@ def legacy_params(params: dict[str, Any], own: bool = False) -> dict[str, Any]:
     """A modern request's params as a legacy (handshake-era) server takes them: the envelope
     keys out of `_meta` (progressToken, trace context and the rest stay), `_meta` gone if empty.
     `own`: `params` is the caller's own copy (routing's, renamed), changed in place."""
-    meta = params["_meta"]
+    meta: dict[str, Any] = params["_meta"]
     out = params if own else dict(params)
     del out["_meta"]
-    if not meta.keys() <= _ENVELOPE_KEY_SET:  # (most carry the envelope alone: nothing to keep, no loop)
-        out["_meta"] = {k: v for k, v in meta.items() if k not in _ENVELOPE_KEY_SET}
+    for key in meta:  # (a loop: `meta.keys() <= _ENVELOPE_KEY_SET` compared a keys view, ~2,500 instructions)
+        if key not in _ENVELOPE_KEY_SET:  # something besides the envelope (most carry it alone): kept
+            out["_meta"] = {k: v for k, v in meta.items() if k not in _ENVELOPE_KEY_SET}
+            break
     return out
 
 
@@ -315,9 +317,9 @@ def finish(method: str, response: Message) -> Message:
     stage or a task may hold it).
     """
     body: Any = response.get("result")
-    if body.__class__ is dict:
+    if type(body) is dict:
         meta = body.get("_meta")
-        stamp = {**meta, SERVER_INFO_META_KEY: SERVER_INFO} if meta.__class__ is dict else {
+        stamp = {**meta, SERVER_INFO_META_KEY: SERVER_INFO} if type(meta) is dict else {
             SERVER_INFO_META_KEY: SERVER_INFO}
         # (one build: the copy, resultType and the stamp; a server's own resultType kept)
         out = {**body, "_meta": stamp} if "resultType" in body else {**body, "resultType": "complete", "_meta": stamp}
@@ -365,7 +367,7 @@ def designates(schema: dict[str, Any]) -> bool:
 
 
 #: The body member `Mcp-Name` mirrors, per method (the SDK's NAME_BEARING_METHODS).
-NAME_OF = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_OF: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 def standard_headers(message: Message, schema: Any = None) -> dict[str, str]:
@@ -449,6 +451,6 @@ async def filtered(emit: Callable[[Message], Awaitable[None]], floor: int, msg: 
     if msg.get("method") == "notifications/message":
         params = msg.get("params")
         said = params.get("level") if isinstance(params, dict) else None
-        if said.__class__ is not str or _FLOOR.get(said, -1) < floor:  # (a server's `[]` is no level either)
+        if type(said) is not str or _FLOOR.get(said, -1) < floor:  # (a server's `[]` is no level either)
             return
     await emit(msg)

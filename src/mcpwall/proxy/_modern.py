@@ -25,10 +25,10 @@ one inside the gateway and answered under its own.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from time import monotonic
+from typing import TYPE_CHECKING, Any, Final
 
 from mcpwall.pipeline import Session
 from mcpwall.protocol import ErrorCode, Message, ProtocolError, request_id
@@ -47,6 +47,7 @@ from mcpwall.protocol.mrtr import INPUT_REQUIRED_METHODS
 from mcpwall.protocol.naming import split
 from mcpwall.proxy._asgi import Receive, Scope, Send, peer, reply, reply_json
 from mcpwall.proxy._listen import serve_stream
+from mcpwall.proxy._mrtr import Holds, Plainly, Served
 from mcpwall.proxy._passed import Key, Passed, Signature
 from mcpwall.proxy._routing import REMEMBERED
 from mcpwall.proxy._sse import Call, answer_request
@@ -54,10 +55,11 @@ from mcpwall.proxy._sse import Call, answer_request
 if TYPE_CHECKING:
     from mcpwall.proxy._gateway import Gateway
 
-VERSION_HEADER = "mcp-protocol-version"
-METHOD_HEADER = "mcp-method"
-NAME_HEADER = "mcp-name"
-PARAM_PREFIX = "mcp-param-"
+# (Final: compiled, each use is the constant itself, not a look in the module's globals)
+VERSION_HEADER: Final = "mcp-protocol-version"
+METHOD_HEADER: Final = "mcp-method"
+NAME_HEADER: Final = "mcp-name"
+PARAM_PREFIX: Final = "mcp-param-"
 _STANDARD = (VERSION_HEADER.encode(), METHOD_HEADER.encode(), NAME_HEADER.encode())
 _PARAM_PREFIX = PARAM_PREFIX.encode()
 #: Past this many sessions remembered, the closed ones are forgotten (the live ones are capped
@@ -128,7 +130,7 @@ def mismatch(
     given = headers.get(METHOD_HEADER)
     if (modern or given is not None) and given != method:
         return f"{METHOD_HEADER} header does not match the request body's method"
-    member = NAME_OF.get(method) if method.__class__ is str else None
+    member = NAME_OF.get(method) if type(method) is str else None
     if member is not None:
         value = body.get(member)
         sent = headers.get(NAME_HEADER)
@@ -141,7 +143,7 @@ def mismatch(
             # a header that is the value itself matches it, unless it is a sentinel, which says another
             if (sent != value or sent.startswith("=?base64?")) and decode_header_value(sent) != value:
                 return f"{NAME_HEADER} header does not match the request body's {member!r} parameter"
-        if modern and method == "tools/call" and value.__class__ is str:
+        if modern and method == "tools/call" and type(value) is str:
             schema = schema_of(value)
             if isinstance(schema, dict) and designates(schema):
                 return _params_mismatch(headers, body, schema)
@@ -179,6 +181,11 @@ class ModernSessions:
         self._designated_by: dict[tuple[str | None, str], tuple[str, str, Any, Any, Any]] = {}
         #: each client's last tools/call that passed the checks below (_passed.py)
         self._passed = Passed(gateway)
+        # Read at a fixed offset on every modern call, not looked up: the gateway's held calls (its Python
+        # attributes: two lookups), and the lists the door leaves for routing (module globals: a dict each).
+        self._holds: Holds = gateway.traffic.mrtr
+        self._checked: list[Any] = CHECKED
+        self._remembered: list[Any] = REMEMBERED
 
     def _designated(self, server: str | None, name: str) -> Any:
         """`schema_lookup`'s schema of the tool a client of this endpoint calls `name`, when it
@@ -220,7 +227,7 @@ class ModernSessions:
             )
             self._own(found)
             self._by_key[key] = found
-        found.last_seen = time.monotonic()
+        found.last_seen = monotonic()
         return found
 
     def took(
@@ -242,8 +249,9 @@ class ModernSessions:
         # `claims`, `is_modern` and `request_id` as one pass over the message: every modern call is
         # taken apart here, so each look is made once
         params: Any = msg.get("params")
-        meta: Any = params.get("_meta") if params.__class__ is dict else None
-        enveloped = meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta
+        body: dict[str, Any] = params if type(params) is dict else _NONE  # (a dict's own `get`, in C)
+        meta: Any = body.get("_meta")
+        enveloped = type(meta) is dict and PROTOCOL_VERSION_META_KEY in meta
         if not enveloped and (msg.get("method") == "initialize" or headers.get(VERSION_HEADER) not in MODERN_VERSIONS):
             # a legacy request (a handshake client's `initialize`; one in the 2026-07-28 envelope is
             # refused as removed)
@@ -266,37 +274,39 @@ class ModernSessions:
                 f"params._meta is missing the required envelope key(s): {PROTOCOL_VERSION_META_KEY}",
                 request_id(msg)))
         # A tools/call like the client's last one that passed is answered as that one was (_passed.py).
-        name = params.get("name")
-        if msg["method"] == "tools/call" and name.__class__ is str and len(scope["headers"]) == len(headers):
+        name: Any = body.get("name")
+        if msg["method"] == "tools/call" and type(name) is str and len(scope["headers"]) == len(headers):
             client: Key = (server, identity or "", headers.get("x-agent-id"))
             sig: Signature = (headers.get(VERSION_HEADER), headers.get(METHOD_HEADER), headers.get(NAME_HEADER), name)
             shape = self._passed.same(client, sig, meta)
             if shape is not None:
-                CHECKED[0], CHECKED[1] = meta, shape.env  # routing reads it again (`remember_envelope`, inline)
+                checked = self._checked  # routing reads it again (`remember_envelope`, inline)
+                checked[0], checked[1] = meta, shape.env
                 session = shape.session
-                session.last_seen = time.monotonic()
+                session.last_seen = monotonic()
                 if (rid := msg["id"]) in session.inflight:
                     return self._answer(receive, send, msg, size, session)
                 # `_answer` of a tools/call whose id is free: straight to `Holds.serve`, or, for a first call of a
                 # client that can be asked nothing, past it (its look made when the shape was kept), routed as
                 # then and, when `classify` would pass it, without that look again
-                mrtr, REMEMBERED[0], REMEMBERED[1], REMEMBERED[2] = self.gateway.traffic.mrtr, msg, shape.owner, shape.tool
-                run: Call = (partial(mrtr.plainly, session, msg, size, checked=msg.get("jsonrpc") == "2.0" and (
-                    rid.__class__ is str or rid.__class__ is int)) if not shape.askable
-                             and params.get("requestState") is None and params.get("inputResponses") is None
-                             else partial(mrtr.serve, session, msg, size=size))
+                remembered = self._remembered
+                remembered[0], remembered[1], remembered[2] = msg, shape.owner, shape.tool
+                run: Call = (Plainly(self._holds, session, msg, size, msg.get("jsonrpc") == "2.0" and (
+                    type(rid) is str or type(rid) is int)) if not shape.askable
+                             and body.get("requestState") is None and body.get("inputResponses") is None
+                             else Served(self._holds, session, msg, size))
                 return answer_request(receive, send, run, [], _status_of)
             key: Key | None = client
         else:
             key = None
         rid = msg["id"]  # (the remembered call needs none: read here, not before)
-        if rid.__class__ is not str and rid.__class__ is not int:
+        if type(rid) is not str and type(rid) is not int:
             rid = request_id(msg)  # (a bool, a float, an object: no id an answer can carry)
         try:
             why = mismatch(scope["headers"], headers, msg, modern=True, schema_of=partial(self._designated, server))
             if why is not None:
                 raise ProtocolError(ErrorCode.HEADER_MISMATCH, f"Header mismatch: {why}", rid)
-            env = checked_envelope(rid, params)  # routing reads it again (`envelope_of`)
+            env = checked_envelope(rid, body)  # routing reads it again (`envelope_of`)
         except ProtocolError as exc:
             return self._refuse(scope, send, msg, server or server_of(msg), exc)
         session = self.session(server, identity or "", headers, scope)
@@ -317,7 +327,7 @@ class ModernSessions:
         if original in session.inflight:
             inner = {**msg, "id": f"{original}#{next(self._dups)}"}
         if inner["method"] in INPUT_REQUIRED_METHODS:  # a call that may take input rounds (_mrtr.py)
-            run: Call = partial(self.gateway.traffic.mrtr.serve, session, inner, size=size)
+            run: Call = Served(self._holds, session, inner, size)
         else:
             run = partial(self.gateway.handle_request, session, inner, bytes_in=size)
         if inner is not msg:
@@ -340,13 +350,17 @@ class ModernSessions:
         return answer_request(receive, send, run, [], _status_of)
 
 
+#: `params` of a request without any (a mapping to read, never written)
+_NONE: dict[str, Any] = {}
+
+
 def _status_of(answer: Message) -> int:
     """The HTTP status of a modern request's answer (`_STATUS`, else 200)."""
     err = answer.get("error")
     if err is None:  # (a result)
         return 200
     code = err.get("code") if isinstance(err, dict) else None
-    return _STATUS.get(code, 200) if code.__class__ is int else 200
+    return _STATUS.get(code, 200) if type(code) is int else 200
 
 
 def _answered_as(run: Call, original: Any) -> Call:

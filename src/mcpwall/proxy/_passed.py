@@ -59,16 +59,18 @@ class Passed:
     """Each modern client's last tools/call that passed the door checks (`_modern.ModernSessions`)."""
 
     def __init__(self, gateway: Gateway) -> None:
-        self.gw = gateway
+        #: the gateway's servers by name (its own dict, read at a fixed offset: the gateway is a Python object)
+        self._servers: dict[str, Any] = gateway.servers
         self._by: dict[Key, _Shape] = {}
 
     def same(self, key: Key, sig: Signature, meta: dict[str, Any]) -> _Shape | None:
         """The last call of client `key` that passed, when this one shows the same (see the module
         docstring; the caller has seen that no header name came twice), else None."""
         shape = self._by.get(key)
-        if (shape is None or shape.sig != sig or shape.meta != meta or shape.session.closed
-                or shape.upstream.catalog.tools.get(shape.tool) is not shape.entry
-                or self.gw.servers.get(shape.owner) is not shape.upstream):
+        if shape is None or shape.sig != sig or shape.meta != meta or shape.session.closed:
+            return None
+        tools: dict[str, Any] = shape.upstream.catalog.tools  # (typed: a dict's own `get`, in C)
+        if tools.get(shape.tool) is not shape.entry or self._servers.get(shape.owner) is not shape.upstream:
             return None
         return shape
 
@@ -84,7 +86,7 @@ class Passed:
         owner, tool, upstream, entry, _ = found
         # a copy (two levels: the capabilities and clientInfo objects too), so that what is compared next
         # time is what was checked, whatever later holds the request's own
-        kept = {k: dict(v) if v.__class__ is dict else v for k, v in meta.items()}
+        kept = {k: dict(v) if type(v) is dict else v for k, v in meta.items()}
         self._by[key] = _Shape(sig, kept, env, session, owner, upstream, tool, entry, can_be_asked(kept))
 
 

@@ -296,10 +296,15 @@ def flow_key(ctx: RequestContext) -> str:
 
 
 def session_flow(s: Session) -> str:
-    """The history of the calls of session `s` (see `flow_key`)."""
+    """The history of the calls of session `s` (see `flow_key`). A 2026-07-28 client's name is kept
+    on its session: built once, its hash once (each call's stages look it up several times)."""
+    flow = s.flow
+    if flow:
+        return flow
     if s.protocol_version in MODERN_VERSIONS:
-        return f"{MODERN_FLOW}{s.principal}:{s.agent}"
-    return s.id
+        flow = s.flow = f"{MODERN_FLOW}{s.principal}:{s.agent}"
+        return flow
+    return s.id  # (not kept: a handshake session's version is set by its `initialize`, after it opened)
 
 
 def _traceparent(ctx: RequestContext) -> str | None:
