@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, cast
 
 import httpx
@@ -210,26 +211,26 @@ async def test_a_server_gone_under_a_remembered_call_is_unknown_to_it(gw: dict[s
     await passes(gw)
 
 
-def test_routing_checks_the_remembered_server_is_still_there() -> None:
-    """The slot alone never routes: a remembered server that is gone is looked up as any call's."""
-    from types import SimpleNamespace
-
+def test_routing_checks_the_remembered_server_is_still_there(tmp_path: Path) -> None:
+    """The slot alone never routes: a remembered server that is gone is looked up as any call's.
+    (A real gateway's router, request and session: the router is compiled.)"""
     from mcpwall.protocol import ProtocolError
+    from mcpwall.proxy import Session
     from mcpwall.proxy._routing import REMEMBERED, Router
 
+    gateway = build_gateway(tmp_path / "home", POLICY, servers={}).gateway
+    router = Router(gateway)
     msg = body()
-    session = SimpleNamespace(server=None, protocol_version=MODERN, log_level=None)
-    ctx = SimpleNamespace(session=session, method="tools/call", params=msg["params"], id=9, message=msg,
-                          emit=None, server=None, target=None)
-    router = Router.__new__(Router)
-    servers: dict[str, Any] = {"other": object()}
-    router.gw = cast(Any, SimpleNamespace(servers=servers))
+    session = Session(kind="http", protocol_version=MODERN)
+    ctx = RequestContext(gateway, session, msg, "tools/call", 9, msg["params"])
+    servers = cast(dict[str, Any], gateway.servers)
+    servers["other"] = object()
     REMEMBERED[0], REMEMBERED[1], REMEMBERED[2] = msg, "everything", "echo"
     try:
         with pytest.raises(ProtocolError, match="Unknown server"):
-            router.route(ctx)  # type: ignore[arg-type]
+            router.route(ctx)
         servers["everything"] = object()
-        router.route(ctx)  # type: ignore[arg-type]
+        router.route(ctx)
         assert (ctx.server, ctx.target) == ("everything", "echo")
     finally:
         REMEMBERED[0] = REMEMBERED[1] = REMEMBERED[2] = None

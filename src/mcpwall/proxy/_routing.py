@@ -80,7 +80,7 @@ class Router:
         """Resolve which upstream a request goes to, and the name it knows the target by."""
         session, method, params = ctx.session, ctx.method, ctx.params
         meta = params.get("_meta")
-        if meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta:
+        if type(meta) is dict and PROTOCOL_VERSION_META_KEY in meta:
             # A 2026-07-28 request: its envelope checked (raises ProtocolError), and its session told who
             # speaks, unless the session was opened by `initialize` (that client's word stands). (Here,
             # not in a helper of its own: every modern request passes.)
@@ -189,11 +189,11 @@ class Router:
                 if isinstance(ref, dict) and ref.get("type") == "ref/prompt":
                     params = {**params, "ref": {**ref, "name": ctx.target}}
         meta = params.get("_meta")
-        modern = meta.__class__ is dict and PROTOCOL_VERSION_META_KEY in meta
+        modern = type(meta) is dict and PROTOCOL_VERSION_META_KEY in meta
         if modern and upstream.era != "modern":
             # a handshake-era upstream (a modern one gets the gateway's envelope)
             params = legacy_params(params, renamed)
-        elif not modern and meta.__class__ is dict and CLIENT_CAPABILITIES_META in meta:
+        elif not modern and type(meta) is dict and CLIENT_CAPABILITIES_META in meta:
             params = self.gw.messages.own_capabilities(upstream.name, params)
         if ctx.method == "tools/call":
             params = self.tasks.outbound(ctx, upstream, params)
