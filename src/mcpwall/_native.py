@@ -35,7 +35,7 @@ from pathlib import Path
 #: attack chains, the result scan) take any JSON value typed `Any` and are compiled too (issue 28: -4%
 #: instructions a shipped call); tests/test_native.py runs their adversarial tests as Python as well.
 #: The 2026-07-28 era's own work per call (`protocol.modern`: the envelope, `resultType`, the bridge's
-#: params; `proxy._modern`, `_passed`, `_mrtr`, `_upstream_modern`: the sessionless door, the remembered
+#: params; `proxy._modern`, `_mcp_headers`, `_passed`, `_bound`, `_mrtr`, `_upstream_modern`: the sessionless door, the remembered
 #: call, MRTR, the modern upstream) is compiled too (issue 24: its cost beside the legacy session's).
 #: So are the defence stages (`mcpwall.stages`, issue 28), whose JSON is typed `Any` or `object` where it
 #: is read; three things stay as Python: their pydantic blocks (`stages/_configs.py`: mypyc would build a
@@ -61,7 +61,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "mcpwall.protocol": ("modern",),
     "mcpwall.metrics": ("_counts",),
     "mcpwall.pipeline": ("_context", "_session"),
-    "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mrtr", "_pipeline", "_traced", "_asgi", "_routing"),
+    "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mcp_headers", "_bound", "_mrtr", "_pipeline", "_traced",
+                      "_asgi", "_routing"),
     "mcpwall.stages": ("_kit", "chain", "poisoning", "dlp", "honeytokens", "honeytokens_inject", "response_rules",
                        "schema", "pins", "policy", "protocol", "ratelimit", "circuit", "selfguard", "rbac",
                        "threatintel", "judge", "listfilter", "audit", "metrics", "auth"),

@@ -31,7 +31,7 @@ from mcpwall.protocol.modern import (
     envelope_of,
     log_filter,
 )
-from mcpwall.proxy._modern import _safe, mismatch
+from mcpwall.proxy._mcp_headers import _safe, mismatch
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -25,7 +25,7 @@ import pytest
 
 from mcpwall.proxy._http import HttpFrontend
 from mcpwall.stages import RequestContext, Stage
-from tests.harness import build_gateway, serve_http, token
+from tests.harness import build_gateway, context, serve_http, token
 from tests.proxy.harness import EVERYTHING
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.timeout(120)]
@@ -220,12 +220,11 @@ def test_routing_checks_the_remembered_server_is_still_there(tmp_path: Path) -> 
 
     gateway = build_gateway(tmp_path / "home", POLICY, servers={}).gateway
     router = Router(gateway)
-    msg = body()
     session = Session(kind="http", protocol_version=MODERN)
-    ctx = RequestContext(gateway, session, msg, "tools/call", 9, msg["params"])
+    ctx = context(gateway, server=None, target="", session=session, params=body()["params"])
     servers = cast(dict[str, Any], gateway.servers)
     servers["other"] = object()
-    REMEMBERED[0], REMEMBERED[1], REMEMBERED[2] = msg, "everything", "echo"
+    REMEMBERED[0], REMEMBERED[1], REMEMBERED[2] = ctx.message, "everything", "echo"
     try:
         with pytest.raises(ProtocolError, match="Unknown server"):
             router.route(ctx)

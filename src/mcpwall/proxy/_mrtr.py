@@ -75,6 +75,7 @@ from mcpwall.protocol.mrtr import (
     unseal,
 )
 from mcpwall.protocol.naming import split
+from mcpwall.proxy._bound import RefusedOrRelayed
 from mcpwall.proxy._bridge import asked_key
 from mcpwall.proxy._hold import Hold, _Asked
 from mcpwall.proxy._input_answers import Policed, police_input_responses
@@ -100,54 +101,6 @@ def can_be_asked(meta: dict[str, Any]) -> bool:
     """Whether a modern request's `_meta` declares a capability a held call's questions need."""
     caps = meta.get(CLIENT_CAPABILITIES_META_KEY)
     return isinstance(caps, dict) and not _ASKABLE.isdisjoint(caps)
-
-
-class Plainly:
-    """`Holds.plainly` of one first call, bound: what the HTTP frontend hands `answer_request` for a call
-    like its client's last one that passed (`_modern`). Every such call makes one: a compiled class is
-    built in C, where the partial with a keyword it replaces merged a dict of keywords at every call."""
-
-    __slots__ = ("checked", "holds", "msg", "session", "size")
-
-    def __init__(self, holds: Holds, session: Session, msg: Message, size: int, checked: bool) -> None:
-        self.holds = holds
-        self.session = session
-        self.msg = msg
-        self.size = size
-        self.checked = checked
-
-    def __call__(self, emit: Emit | None) -> Awaitable[Message | None]:
-        return self.holds.plainly(self.session, self.msg, self.size, emit, self.checked)
-
-
-class Served:
-    """`Holds.serve` of one call, bound (as `Plainly`): a call whose client can be asked, or a retry."""
-
-    __slots__ = ("holds", "msg", "session", "size")
-
-    def __init__(self, holds: Holds, session: Session, msg: Message, size: int) -> None:
-        self.holds = holds
-        self.session = session
-        self.msg = msg
-        self.size = size
-
-    def __call__(self, emit: Emit | None) -> Awaitable[Message | None]:
-        return self.holds.serve(self.session, self.msg, emit, self.size)
-
-
-class _RefusedOrRelayed:
-    """`Holds._refused_or_relayed` bound to one call's session and emit: the emit of every call of a
-    client that can be asked nothing (built in C, as `Plainly`; a partial parsed its arguments)."""
-
-    __slots__ = ("emit", "holds", "session")
-
-    def __init__(self, holds: Holds, session: Session, emit: Emit | None) -> None:
-        self.holds = holds
-        self.session = session
-        self.emit = emit
-
-    def __call__(self, msg: Message) -> Awaitable[None]:
-        return self.holds._refused_or_relayed(self.session, self.emit, msg)
 
 
 class Holds:
@@ -189,7 +142,7 @@ class Holds:
         elicitation, sampling and roots: any request's way, a question refused as `ask` refuses it. (The
         frontend comes here straight for a call like the last one that passed: `_passed`.)"""
         handle = self.gw.handle_checked if checked else self.gw.handle_request  # checked: as `classify` does
-        return handle(session, msg, _RefusedOrRelayed(self, session, emit), size)  # (emit, bytes_in)
+        return handle(session, msg, RefusedOrRelayed(self, session, emit), size)  # (emit, bytes_in)
 
     async def _retry(self, session: Session, msg: Message, emit: Emit | None) -> Message | None:
         """A retry with `inputResponses` and the `requestState` of a round: checked, then resumed."""
@@ -361,7 +314,7 @@ class Holds:
         hold.poke()
 
     async def _refused_or_relayed(self, session: Session, emit: Emit | None, msg: Message) -> None:
-        """The emit of a call whose client can be asked nothing (`_RefusedOrRelayed` binds it to the call):
+        """The emit of a call whose client can be asked nothing (`_bound.RefusedOrRelayed` binds it to the call):
         the gateway's own questions (an approval asked of the
         client) are refused at once, the rest goes where `Hold.relay` sends it."""
         method = msg.get("method")
@@ -440,5 +393,4 @@ class Holds:
         return {**self.counts, "holding": len(self._by_id)}
 
 
-__all__ = ["HOLD_TTL_S", "MAX_WAITING", "Hold", "Holds", "Plainly", "Policed", "Served", "can_be_asked",
-           "police_input_responses"]
+__all__ = ["HOLD_TTL_S", "MAX_WAITING", "Hold", "Holds", "Policed", "can_be_asked", "police_input_responses"]
