@@ -142,6 +142,22 @@ async def test_a_2026_07_28_client_that_then_sends_initialize_keeps_its_private_
     assert verdict.data["rule_ids"] == ["mcpwall.private-to-sink"]
 
 
+@pytest.mark.parametrize("sink", SINKS)
+async def test_a_session_whose_calls_come_before_a_2026_07_28_request_keeps_its_private_read(
+    setup: tuple[chain_mod.ChainStage, Any], sink: tuple[str, dict[str, Any]]
+) -> None:
+    # the other order: calls of a session with no version yet, then a 2026-07-28 request sets it (routing
+    # does, for a session no `initialize` opened): the send must not start a fresh history either
+    stage, gw = setup
+    session = Session(kind="stdio", principal="ci-bot", agent="ci-bot")
+    assert await _run(stage, gw, session, "read_file", {"path": "/workspace/.env"}) is None
+    session.protocol_version = LATEST_MODERN  # as `_routing.Router.route` sets it
+    verdict = await _run(stage, gw, session, *sink)
+    assert verdict is not None
+    assert verdict.data is not None
+    assert verdict.data["rule_ids"] == ["mcpwall.private-to-sink"]
+
+
 async def test_a_closed_handshake_sessions_history_goes_at_the_prune(
     setup: tuple[chain_mod.ChainStage, Any],
 ) -> None:

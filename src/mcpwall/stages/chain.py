@@ -296,15 +296,14 @@ def flow_key(ctx: RequestContext) -> str:
 
 
 def session_flow(s: Session) -> str:
-    """The history of the calls of session `s` (see `flow_key`). A 2026-07-28 client's name is kept
-    on its session: built once, its hash once (each call's stages look it up several times)."""
+    """The history of the calls of session `s` (see `flow_key`), named the first time it is asked and
+    kept on the session: a client that changes eras within one session (its version set by a 2026-07-28
+    request, or by an `initialize`, after calls of the other era) keeps its history, and a 2026-07-28
+    client's name is built and hashed once (each call's stages look it up several times)."""
     flow = s.flow
-    if flow:
-        return flow
-    if s.protocol_version in MODERN_VERSIONS:
-        flow = s.flow = f"{MODERN_FLOW}{s.principal}:{s.agent}"
-        return flow
-    return s.id  # (not kept: a handshake session's version is set by its `initialize`, after it opened)
+    if not flow:
+        flow = s.flow = f"{MODERN_FLOW}{s.principal}:{s.agent}" if s.protocol_version in MODERN_VERSIONS else s.id
+    return flow
 
 
 def _traceparent(ctx: RequestContext) -> str | None:
