@@ -58,7 +58,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "mcpwall.security": ("_json", "_classify", "_poisoning_results", "chains", "schema", "_heuristics", "_paths",
                          "selfguard", "judge", "_secrets", "_prefilter", "_decode", "_poisoning_decoded", "dlp", "_encoded",
                          "_poisoning_walk"),
-    "mcpwall.protocol": ("modern",),
+    "mcpwall.protocol": ("modern", "_wire"),
     "mcpwall.metrics": ("_counts",),
     "mcpwall.pipeline": ("_context", "_session"),
     "mcpwall.proxy": ("_passed", "_upstream_modern", "_modern", "_mcp_headers", "_bound", "_mrtr", "_pipeline", "_traced",

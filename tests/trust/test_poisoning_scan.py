@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mcpwall.security._poisoning_chars import clean, find_hidden
 from mcpwall.security.poisoning import (
     REDACTED,
     Finding,
@@ -316,3 +319,31 @@ def test_the_dev_sample_meets_the_detection_and_false_positive_goals() -> None:
     assert hit / total <= 0.02
     hit, total = rates[("response", "malicious")]
     assert hit / total >= 0.80
+
+
+# A result's strings are read by the character readers (find_hidden, clean) only when they could hide
+# something: plain ASCII skips them. Whatever the characters, the scan finds and cleans what they do.
+_ASCII_TRICKS = st.sampled_from(["\x1b[31m", "\x1b]0;t\x07", "\x1b", "\x7f", "\x08", "\x00", "\t", "\n", "\r",
+                                 "\x0b", "\x1f", "\x9b2J", "\u200b", "\u00ad", "\U000e0041", "\ufe0f", "é"])
+_PIECES = st.lists(st.one_of(st.text(alphabet=st.characters(max_codepoint=0x7E, min_codepoint=0x20), max_size=12),
+                             _ASCII_TRICKS), max_size=8).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PIECES)
+def test_every_string_of_a_result_is_read_for_hidden_characters_as_the_readers_read_it(text: str) -> None:
+    scan = scan_result({"content": [{"type": "text", "text": text}]})
+    hidden = find_hidden(text) if len(text) >= 8 else []
+    assert sorted(f.kind for f in scan.findings if f.kind != "result_injection") == sorted(h.kind for h in hidden)
+    kept = scan.result["content"][0]["text"]
+    assert kept == (clean(text) if hidden else text)
+
+
+@pytest.mark.parametrize("text", ["Echo: \x1b[2J\x1b[Hcleared", "line one\nline two\x08\x08\x08gone",
+                                  "tab\tand a bell\x07 in plain ASCII", "esc alone \x1b at the end",
+                                  "a DEL \x7f inside ASCII text"])
+def test_an_escape_or_control_character_in_ascii_text_is_still_found_and_removed(text: str) -> None:
+    scan = scan_result({"content": [{"type": "text", "text": text}]})
+    assert "ansi_escape" in kinds(scan.findings)
+    assert scan.stripped == 1
+    assert scan.result["content"][0]["text"] == clean(text) != text

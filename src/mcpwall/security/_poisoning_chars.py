@@ -19,7 +19,7 @@ from mcpwall.security.hooks import strip_ansi
 #: ESC-introduced sequences (CSI, OSC, two-byte) and the 8-bit CSI.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
 #: C0/C1 controls other than tab, newline and carriage return (backspace and friends rewrite a terminal line).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9a\x9c-\x9f]")
+_CONTROL = CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9a\x9c-\x9f]")
 
 _BIDI = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A)) | {0x200E, 0x200F, 0x061C}
 #: Format (Cf) characters, private use, variation selectors and tags: everything a screen does not show.
@@ -122,7 +122,8 @@ def clean(text: str) -> str:
     # strip_ansi is the gateway's postprocess hook; _ANSI adds the 8-bit CSI it leaves. Invisible
     # characters are removed here rather than by hooks.strip_invisible, which would also break
     # emoji sequences and walks the text a character at a time (slow on a large result).
-    text = _CONTROL.sub("", _ANSI.sub("", strip_ansi(text)))
+    # (an ESC or 8-bit CSI left without a sequence after it goes too: find_hidden reports it)
+    text = _CONTROL.sub("", _ANSI.sub("", strip_ansi(text))).replace("\x1b", "").replace("\x9b", "")
     if text.isascii():
         return text
     return _INVISIBLE.sub(lambda m: m.group() if _emoji_joiner(m.string, m.start()) else "", text)
@@ -147,4 +148,4 @@ def visible_text(text: str) -> str:
     return unicodedata.normalize("NFKC", cleaned).translate(_CONFUSABLES)
 
 
-__all__ = ["HiddenChars", "clean", "decode_tags", "find_hidden", "visible_text"]
+__all__ = ["CONTROL_CHARS", "HiddenChars", "clean", "decode_tags", "find_hidden", "visible_text"]

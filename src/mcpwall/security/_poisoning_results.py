@@ -13,11 +13,10 @@ replaced by `REDACTED`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from mcpwall.security import _poisoning_rules as rules
-from mcpwall.security._poisoning_chars import clean, find_hidden, visible_text
+from mcpwall.security._poisoning_chars import CONTROL_CHARS, clean, find_hidden, visible_text
 from mcpwall.security._poisoning_decoded import other_readings
 from mcpwall.security._poisoning_finding import Finding
 
@@ -26,14 +25,26 @@ REDACTED = "[mcpwall: removed text aimed at the agent]"
 _SKIPPED = frozenset({"type", "mimeType", "uri", "blob", "data", "_meta"})
 
 
-@dataclass
 class ResultScan:
-    """What scanning one tool result found, and the result as it may go to the client."""
+    """What scanning one tool result found, and the result as it may go to the client.
+
+    (A plain class, not a dataclass: compiled, a dataclass's `__init__` stays interpreted, and one is
+    built for every tools/call result.)"""
 
     findings: list[Finding]
     result: Any
-    stripped: int = 0
-    redacted: int = 0
+    stripped: int
+    redacted: int
+
+    def __init__(self, findings: list[Finding], result: Any, stripped: int = 0, redacted: int = 0) -> None:
+        self.findings = findings
+        self.result = result
+        self.stripped = stripped
+        self.redacted = redacted
+
+    def __repr__(self) -> str:
+        return (f"ResultScan(findings={self.findings!r}, result={self.result!r}, stripped={self.stripped}, "
+                f"redacted={self.redacted})")
 
 
 def _lines_to_redact(text: str) -> list[bool]:
@@ -58,11 +69,19 @@ def scan_text(text: str, *, tool: str = "", server: str = "", where: str = "cont
     """One string of a tool result: (findings, the text as it may go to the client, lines redacted).
 
     ANSI escapes and invisible characters are always removed from the returned text."""
-    findings = [Finding(tool, h.kind, h.severity, h.evidence, where, server) for h in find_hidden(text)]
-    cleaned = clean(text) if findings else text
-    visible = visible_text(text)
-    found = rules.hits(visible, response=True)
-    score = rules.score(found)
+    findings: list[Finding]
+    if text.isascii() and (text.isprintable() or ("\x1b" not in text and CONTROL_CHARS.search(text) is None)):
+        # ASCII with no escape and no control character: nothing is hidden in it, and it is what a
+        # model reads (find_hidden finds nothing and clean and visible_text give it back; every tool
+        # result passes here, and those are two interpreted calls)
+        findings, cleaned, visible = [], text, text
+    else:
+        findings = [Finding(tool, h.kind, h.severity, h.evidence, where, server) for h in find_hidden(text)]
+        cleaned = clean(text) if findings else text
+        visible = visible_text(text)
+    # (`can_match` first: most results match no rule, and `hits` is an interpreted call)
+    found = rules.hits(visible, response=True) if rules.can_match(visible) else []
+    score = rules.score(found) if found else 0
     redacted = 0
     flagged = score >= 2 and rules.aimed(found)
     if flagged:
@@ -93,43 +112,79 @@ def scan_text(text: str, *, tool: str = "", server: str = "", where: str = "cont
     return findings, cleaned, redacted
 
 
+class _Walk:
+    """One result's scan under way: what it found so far, and the characters it may still read.
+
+    (Methods of a compiled class call each other directly; the closure this replaced was called
+    through the interpreter's call protocol at every level of every result.)"""
+
+    def __init__(self, tool: str, server: str, redact: bool, limit: int) -> None:
+        self.tool = tool
+        self.server = server
+        self.redact = redact
+        self.budget = limit
+        self.findings: list[Finding] = []
+        self.stripped = 0
+        self.redacted = 0
+
+    def value(self, value: Any, where: str) -> Any:
+        if isinstance(value, str):
+            return self.text(value, where)
+        if isinstance(value, dict):
+            return self.keyed(value, where)
+        if isinstance(value, list):
+            return self.listed(value, where)
+        return value
+
+    def text(self, value: str, where: str) -> str:
+        if self.budget <= 0 or len(value) < 8:
+            return value
+        self.budget -= len(value)
+        found, cleaned, redacted = scan_text(value, tool=self.tool, server=self.server, where=where,
+                                             redact=self.redact)
+        self.findings.extend(found)
+        if cleaned != value:
+            self.stripped += 1
+        self.redacted += redacted
+        return cleaned
+
+    # A container is copied only when a string in it changed: an untouched result stays the object the
+    # stages before read (stages._kit.flat), so the stages after do not flatten it again. (A loop for
+    # each kind: compiled, each iterates its container directly, where one loop over
+    # `items() if keyed else enumerate()` went through the generic iterator.)
+    def keyed(self, value: dict[str, Any], where: str) -> dict[str, Any]:
+        out: dict[str, Any] | None = None
+        for k, v in value.items():
+            if k in _SKIPPED or not isinstance(v, (str, dict, list)):
+                continue
+            new = self.value(v, f"{where}.{k}")
+            if new is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = new
+        return value if out is None else out
+
+    def listed(self, value: list[Any], where: str) -> list[Any]:
+        out: list[Any] | None = None
+        for i, v in enumerate(value):
+            if not isinstance(v, (str, dict, list)):
+                continue
+            new = self.value(v, f"{where}[{i}]")
+            if new is not v:
+                if out is None:
+                    out = list(value)
+                out[i] = new
+        return value if out is None else out
+
+
 def scan_result(result: Any, *, tool: str = "", server: str = "", redact: bool = False,
                 limit: int = 4 * 1024 * 1024) -> ResultScan:
     """A tools/call (or prompts/get, resources/read) result: every string in its content, structured
     content and embedded resources is scanned and cleaned. Strings beyond `limit` characters in total
     are passed through unscanned (the gateway bounds message size before this)."""
-    scan = ResultScan([], result)
-    budget = [limit]
-
-    def walk(value: Any, where: str) -> Any:
-        if isinstance(value, str):
-            if budget[0] <= 0 or len(value) < 8:
-                return value
-            budget[0] -= len(value)
-            found, cleaned, redacted = scan_text(value, tool=tool, server=server, where=where, redact=redact)
-            scan.findings.extend(found)
-            if cleaned != value:
-                scan.stripped += 1
-            scan.redacted += redacted
-            return cleaned
-        # A container is copied only when a string in it changed: an untouched result stays the object the
-        # stages before read (stages._kit.flat), so the stages after do not flatten it again.
-        keyed = isinstance(value, dict)
-        if not keyed and not isinstance(value, list):
-            return value
-        out: Any = None
-        for k, v in value.items() if keyed else enumerate(value):
-            if keyed and k in _SKIPPED:
-                continue
-            new = walk(v, f"{where}.{k}" if keyed else f"{where}[{k}]")
-            if new is not v:
-                if out is None:
-                    out = dict(value) if keyed else list(value)
-                out[k] = new
-        return value if out is None else out
-
-    scan.result = walk(result, "result")
-    return scan
+    walk = _Walk(tool, server, redact, limit)
+    cleaned = walk.value(result, "result")
+    return ResultScan(walk.findings, cleaned, walk.stripped, walk.redacted)
 
 
 def sanitize(value: Any, _depth: int = 0) -> Any:

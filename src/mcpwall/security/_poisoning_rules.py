@@ -706,6 +706,8 @@ CROSS_TOOL_GROUPS = frozenset({"tool_claim", "tool_call", "tool_order"})
 #: One RE2 pass each says which rules can match at all (the GIL kept: see search_set).
 _SET_MATCH = search_set([rule.pattern.pattern for rule in RULES], _RE2_OPTIONS.max_mem)
 _PROMO_MATCH = search_set([rule.pattern.pattern for rule in PROMO_RULES], _RE2_OPTIONS.max_mem)
+#: The indexes of the rules whose pattern matches somewhere in a text (empty: `hits` finds nothing in it).
+can_match = _SET_MATCH
 
 
 def _first(rule: Rule, text: str) -> Any:
@@ -762,4 +764,4 @@ def evidence(text: str, found: list[Hit], width: int = 60, limit: int = 3) -> st
 
 
 __all__ = ["CROSS_TOOL_GROUPS", "GUIDANCE_RULES", "PROMO_RULES", "RULES", "TONE_GROUPS", "Hit", "Rule", "aimed",
-           "called", "evidence", "guidance_only", "hits", "promo_hits", "score"]
+           "called", "can_match", "evidence", "guidance_only", "hits", "promo_hits", "score"]
