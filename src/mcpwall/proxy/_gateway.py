@@ -298,8 +298,10 @@ class Gateway:
             if emit is not None:
                 emit = self._tapped(session, emit)
         params = msg.get("params") or {}
-        ctx = RequestContext(self, session, msg, msg["method"], msg["id"], params, emit=emit, bytes_in=bytes_in,
-                             trace_headers=trace_headers)
+        # By position: the compiled class called with keywords from here parses them from a dict (~5,000
+        # instructions a call, against ~300)
+        ctx = RequestContext(self, session, msg, msg["method"], msg["id"], params, None, "", emit, None, None,
+                             bytes_in, trace_headers)
         task = asyncio.current_task()
         session.inflight[ctx.id] = Inflight(None, None, task, ctx)
         try:

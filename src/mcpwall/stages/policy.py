@@ -49,9 +49,10 @@ def call_for(ctx: RequestContext) -> Call:
             tool = upstream.catalog.tools.get(ctx.target)
             if tool is not None and isinstance(tool.get("description"), str):
                 description = tool["description"]
-    return Call(method=method, name=ctx.target, arguments=arguments if isinstance(arguments, dict) else {},
-                server=ctx.server or "", description=description, client=session.client_name,
-                agent=session.agent, session=session.id)
+    # As `Call(...)`, without the NamedTuple's `__new__` (an interpreted frame; `_facts` builds its tuples so)
+    return tuple.__new__(Call, (method, ctx.target, arguments if isinstance(arguments, dict) else {},
+                                ctx.server or "", description, session.client_name, session.agent, session.id,
+                                None))
 
 
 def render(template: Any, arguments: dict[str, Any]) -> Any:
@@ -88,8 +89,8 @@ class PolicyStage(Stage):
         policy = ctx.gateway.policy.current
         call = call_for(ctx)
         facts = prepare(call)
-        decision = evaluate(policy, facts, Context(now=local_now(),
-                                                   requests_last_minute=ctx.notes.get("requests_last_minute", 1)))
+        decision = evaluate(policy, facts, tuple.__new__(Context, (local_now(),
+                                                                   ctx.notes.get("requests_last_minute", 1))))
         if completion and decision.action != "deny":
             # Completing a prompt's or resource template's arguments asks its server about it: refused when
             # the prompt or resource is denied, nothing else (one partial value; no call to hold or change).
