@@ -223,6 +223,11 @@ def main() -> None:
     trees = opts.tree or [ROOT]
     if opts.upstream == "sdk" and "floor" in opts.routes:
         sys.exit("the floor routes relay to server-everything: leave --upstream at its default")
+    for tree in trees:
+        state = po.hot_path_state(str(tree.resolve() / "src"))
+        if state != "compiled":
+            print(f"WARNING: {tree}: hot path {state}: its figures measure the Python fallback "
+                  "(run tools/build_native.py in it)", file=sys.stderr)
     rows = []
     for route in opts.routes.split(","):
         for tree in trees:

@@ -335,6 +335,17 @@ def _wrk_ms(text: str, label: str) -> float:
     return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
 
 
+def hot_path_state(pythonpath: str | None = None) -> str:
+    """How the gateway this script starts runs its hot path (`mcpwall._native.hot_path`): `compiled`, or
+    `stale`/`absent` when its native build does not match its sources (any edit to a package with compiled
+    modules), and every figure then measures the Python fallback. `pythonpath`: the tree's `src`, as the
+    gateway is started with it (default: this process's environment)."""
+    env = {**os.environ, **({"PYTHONPATH": pythonpath} if pythonpath else {})}
+    out = subprocess.run([sys.executable, "-c", "from mcpwall._native import hot_path; print(hot_path()['state'])"],
+                         env=env, capture_output=True, text=True, check=False)
+    return out.stdout.strip() or f"unknown ({out.stderr.strip()[-200:]})"
+
+
 def wait_for_gateway(home: Path, port: int, seconds: float) -> str:
     """The token of the gateway starting in `home` once its /health says ok ("" if it did not in time)."""
     import httpx
@@ -423,6 +434,9 @@ def main() -> None:
         cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "?")
     print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}")
     print(f"stages: {opts.stages}")
+    state = hot_path_state()
+    print(f"hot path: {state}" + ("" if state == "compiled" else
+                                  "  WARNING: the Python fallback is measured (python tools/build_native.py)"))
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("MCPWALL_ANCHOR_DIR", str(Path(tmp) / "anchors"))  # not the user's ~/.local/state
