@@ -333,7 +333,7 @@ _PIECES = st.lists(st.one_of(st.text(alphabet=st.characters(max_codepoint=0x7E, 
 @given(_PIECES)
 def test_every_string_of_a_result_is_read_for_hidden_characters_as_the_readers_read_it(text: str) -> None:
     scan = scan_result({"content": [{"type": "text", "text": text}]})
-    hidden = find_hidden(text) if len(text) >= 8 else []
+    hidden = find_hidden(text)  # (a string too short for a phrase still carries escapes and hidden characters)
     assert sorted(f.kind for f in scan.findings if f.kind != "result_injection") == sorted(h.kind for h in hidden)
     kept = scan.result["content"][0]["text"]
     assert kept == (clean(text) if hidden else text)
@@ -341,9 +341,27 @@ def test_every_string_of_a_result_is_read_for_hidden_characters_as_the_readers_r
 
 @pytest.mark.parametrize("text", ["Echo: \x1b[2J\x1b[Hcleared", "line one\nline two\x08\x08\x08gone",
                                   "tab\tand a bell\x07 in plain ASCII", "esc alone \x1b at the end",
-                                  "a DEL \x7f inside ASCII text"])
+                                  "a DEL \x7f inside ASCII text", "\x1b[2J\x1b[H", "ok\x1b[8m", "\x9b2J",
+                                  "\x1b", "x\x1b1", "\x08\x08ok", "\x1b]0;t\x07"])
 def test_an_escape_or_control_character_in_ascii_text_is_still_found_and_removed(text: str) -> None:
-    scan = scan_result({"content": [{"type": "text", "text": text}]})
+    """Short strings too: "ok\x1b[8m" is too short for a phrase but conceals what the terminal prints after it."""
+    scan = scan_result({"content": [{"type": "text", "text": text}], "structuredContent": {"status": text}})
     assert "ansi_escape" in kinds(scan.findings)
-    assert scan.stripped == 1
+    assert scan.stripped == 2
     assert scan.result["content"][0]["text"] == clean(text) != text
+    assert scan.result["structuredContent"]["status"] == clean(text)
+    assert not any(c in clean(text) for c in "\x1b\x9b\x08\x07")
+
+
+@pytest.mark.parametrize("text", ["a\u200bb", "\u202eabc", "\U000e0041\U000e0042"])
+def test_a_short_string_with_invisible_characters_is_reported_and_cleaned(text: str) -> None:
+    scan = scan_result({"content": [{"type": "text", "text": text}]})
+    assert "invisible_unicode" in kinds(scan.findings)
+    assert scan.result["content"][0]["text"] == clean(text) != text
+
+
+def test_short_plain_strings_pass_untouched_and_unread() -> None:
+    result = {"content": [{"type": "text", "text": "Echo: hi"}], "structuredContent": {"tz": "UTC", "n": 3}}
+    scan = scan_result(result)
+    assert scan.findings == []
+    assert scan.result is result

@@ -19,7 +19,7 @@ from mcpwall.security.hooks import strip_ansi
 #: ESC-introduced sequences (CSI, OSC, two-byte) and the 8-bit CSI.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
 #: C0/C1 controls other than tab, newline and carriage return (backspace and friends rewrite a terminal line).
-_CONTROL = CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9a\x9c-\x9f]")
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9a\x9c-\x9f]")
 
 _BIDI = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A)) | {0x200E, 0x200F, 0x061C}
 #: Format (Cf) characters, private use, variation selectors and tags: everything a screen does not show.
@@ -76,9 +76,9 @@ def _emoji_joiner(text: str, index: int) -> bool:
 def find_hidden(text: str) -> list[HiddenChars]:
     """Invisible Unicode and terminal escapes in `text`, at most one entry per kind."""
     found: list[HiddenChars] = []
-    if "\x1b" in text or "\x9b" in text or _CONTROL.search(text):
+    if "\x1b" in text or "\x9b" in text or CONTROL_CHARS.search(text):
         seqs = _ANSI.findall(text)
-        controls = _CONTROL.findall(text)
+        controls = CONTROL_CHARS.findall(text)
         shown = [repr(s)[1:-1] for s in seqs[:3]] + [f"U+{ord(c):04X}" for c in controls[:3]]
         found.append(HiddenChars("ansi_escape", "high",
                                  f"{len(seqs)} ANSI escape sequence(s), {len(controls)} control character(s): "
@@ -117,13 +117,13 @@ def clean(text: str) -> str:
     """The text with ANSI escapes, control and invisible characters removed (what a client should get).
 
     Emoji joiners and presentation selectors stay: they are visible as part of the emoji."""
-    if text.isascii() and "\x1b" not in text and not _CONTROL.search(text):
+    if text.isascii() and "\x1b" not in text and not CONTROL_CHARS.search(text):
         return text
     # strip_ansi is the gateway's postprocess hook; _ANSI adds the 8-bit CSI it leaves. Invisible
     # characters are removed here rather than by hooks.strip_invisible, which would also break
     # emoji sequences and walks the text a character at a time (slow on a large result).
     # (an ESC or 8-bit CSI left without a sequence after it goes too: find_hidden reports it)
-    text = _CONTROL.sub("", _ANSI.sub("", strip_ansi(text))).replace("\x1b", "").replace("\x9b", "")
+    text = CONTROL_CHARS.sub("", _ANSI.sub("", strip_ansi(text))).replace("\x1b", "").replace("\x9b", "")
     if text.isascii():
         return text
     return _INVISIBLE.sub(lambda m: m.group() if _emoji_joiner(m.string, m.start()) else "", text)
@@ -140,7 +140,7 @@ def visible_text(text: str) -> str:
         # Removed, an invisible character may join two words ("tool\u200bignore previous
         # instructions" reads as "toolignore ..."); kept apart, it may split one ("ig\u200bnore").
         # Both readings are scanned.
-        spaced = _INVISIBLE.sub(" ", _CONTROL.sub("", _ANSI.sub("", strip_ansi(text))))
+        spaced = _INVISIBLE.sub(" ", CONTROL_CHARS.sub("", _ANSI.sub("", strip_ansi(text))))
         if spaced.split() != cleaned.split():
             cleaned = f"{cleaned}\n{spaced}"
     if hidden:

@@ -80,7 +80,8 @@ def scan_text(text: str, *, tool: str = "", server: str = "", where: str = "cont
         cleaned = clean(text) if findings else text
         visible = visible_text(text)
     # (`can_match` first: most results match no rule, and `hits` is an interpreted call)
-    found = rules.hits(visible, response=True) if rules.can_match(visible) else []
+    matched = rules.can_match(visible)
+    found = rules.hits(visible, response=True, matched=matched) if matched else []
     score = rules.score(found) if found else 0
     redacted = 0
     flagged = score >= 2 and rules.aimed(found)
@@ -137,8 +138,8 @@ class _Walk:
         return value
 
     def text(self, value: str, where: str) -> str:
-        if self.budget <= 0 or len(value) < 8:
-            return value
+        if self.budget <= 0 or (len(value) < 8 and value.isascii() and value.isprintable()):
+            return value  # (too short for a phrase; a short string is still read for escapes and hidden characters)
         self.budget -= len(value)
         found, cleaned, redacted = scan_text(value, tool=self.tool, server=self.server, where=where,
                                              redact=self.redact)

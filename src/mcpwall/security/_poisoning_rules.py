@@ -720,13 +720,14 @@ def _first(rule: Rule, text: str) -> Any:
     return None
 
 
-def hits(text: str, *, response: bool = False) -> list[Hit]:
+def hits(text: str, *, response: bool = False, matched: list[int] | None = None) -> list[Hit]:
     """The first match of every rule in `text` (already made visible by `_poisoning_chars.visible_text`).
 
     One RE2 pass over all rules finds which can match; only those are run for their evidence. Text that
     would be flagged is read a second time with its quoted examples blanked (`_poisoning_quotes`): an
-    article that quotes an injection string mentions it, it does not say it."""
-    found = _hits(text, response)
+    article that quotes an injection string mentions it, it does not say it. `matched`: that pass's
+    answer for `text`, when the caller made it already (`can_match`)."""
+    found = _hits(text, response, matched)
     if score(found) >= 2:
         mentioned = blank_mentions(text)
         if mentioned is not text:
@@ -734,9 +735,9 @@ def hits(text: str, *, response: bool = False) -> list[Hit]:
     return found
 
 
-def _hits(text: str, response: bool) -> list[Hit]:
+def _hits(text: str, response: bool, matched: list[int] | None = None) -> list[Hit]:
     found: list[Hit] = []
-    for index in _SET_MATCH(text):
+    for index in _SET_MATCH(text) if matched is None else matched:
         rule = RULES[index]
         m = _first(rule, text)
         if m is not None:
