@@ -143,7 +143,10 @@ class Writer:
         self._prepare = prepare
         self._queue: deque[_Item] = deque()
         self._wake = threading.Event()
-        self._cond = threading.Condition()
+        #: guards the submitted and done counts; taken as a plain lock where no one waits (`submit`, every
+        #: row: a Condition's own `with` is two interpreted calls more)
+        self._counts = threading.Lock()
+        self._cond = threading.Condition(self._counts)
         self._submitted = 0
         self._done = 0
         self._conn: Connection | None = None
@@ -202,7 +205,7 @@ class Writer:
             self.dropped += 1
             self._complain(f"ledger queue full ({self.options.max_pending} rows): a row was dropped")
             return False
-        with self._cond:
+        with self._counts:
             self._submitted += 1
         self._queue.append(_Item(event, waiter))
         if waiter is not None or len(self._queue) >= self.options.batch_rows:

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from mcpwall.protocol import ErrorCode, Message
+from mcpwall.proxy._respond import BODY_FOLLOWS, HEADER_NAME, HEADER_VALUE
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -26,10 +27,52 @@ CLOSE: Headers = [(b"connection", b"close")]
 
 
 async def reply(send: Send, status: int, body: bytes = b"", headers: Headers | None = None) -> None:
-    """Answer with `body` whole (JSON unless `headers` say otherwise)."""
-    await send({"type": "http.response.start", "status": status, "headers": (headers or JSON) + [
-        (b"content-length", str(len(body)).encode())]})
+    """Answer with `body` whole (JSON unless `headers` say otherwise); the gateway's connections write
+    the start, its header lines built here (`head_lines`), and the body in one write (`_respond`)."""
+    given = headers or JSON
+    length = str(len(body)).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [*given, (b"content-length", length)],
+                BODY_FOLLOWS: head_lines(given, length, len(body))})
     await send({"type": "http.response.body", "body": body})
+
+
+#: header -> (its line as uvicorn writes it, whether it closes the connection), each distinct header
+#: checked once (most are constants; a session's id is one a session)
+_LINES: dict[tuple[bytes, bytes], tuple[bytes, bool]] = {}
+
+
+def head_lines(headers: Headers, length: bytes, size: int) -> tuple[bytes, int, bool] | None:
+    """`headers` and a content-length of `length` as the lines uvicorn's `send` writes for them (its
+    checks: a header it refuses, or one its rules read (a content-length, a transfer-encoding), gives
+    None, and the start takes uvicorn's own way), with the body's `size` and whether a `Connection`
+    header closes the connection: what `_respond.respond` writes with the body."""
+    out: list[bytes] = []
+    close = False
+    for header in headers:
+        known = _LINES.get(header)
+        if known is None:
+            known = _line(header)
+            if known is None:
+                return None
+        out.append(known[0])
+        close = close or known[1]
+    out.append(b"content-length: " + length + b"\r\n")
+    return b"".join(out), size, close
+
+
+def _line(header: tuple[bytes, bytes]) -> tuple[bytes, bool] | None:
+    name, value = header
+    if HEADER_NAME.search(name) or HEADER_VALUE.search(value):
+        return None  # (uvicorn refuses it: its own way says so)
+    low = name.lower()
+    if low == b"content-length" or low == b"transfer-encoding":
+        return None
+    known = (low + b": " + value + b"\r\n",
+             low == b"connection" and b"close" in [token.lower().strip() for token in value.split(b",")])
+    if len(_LINES) >= 4096:
+        _LINES.clear()
+    _LINES[header] = known
+    return known
 
 
 async def reply_json(send: Send, status: int, value: Any, headers: Headers | None = None) -> None:
@@ -96,5 +139,5 @@ def peer(scope: Scope) -> str:
     return f"{client[0]}" if client else ""
 
 
-__all__ = ["CLOSE", "JSON", "App", "BodyTooLarge", "Headers", "Receive", "Scope", "Send", "answer", "peer",
+__all__ = ["CLOSE", "JSON", "App", "BodyTooLarge", "Headers", "Receive", "Scope", "Send", "answer", "head_lines", "peer",
            "read_body", "reply", "reply_json", "status_for", "wait_disconnect"]

@@ -32,6 +32,7 @@ import asyncio
 import dataclasses
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from mcpwall.stages import AuthStage
@@ -242,8 +243,11 @@ def guarded_protocol(http: str, guard: ConnectionGuard) -> type[asyncio.Protocol
     """uvicorn's HTTP protocol class `http` ("httptools" or "h11") with `guard` watching each
     connection: what `uvicorn.Config(http=...)` takes."""
     base: type[Any]
+    respond: Any = None
     if http == "httptools":
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+
+        from mcpwall.proxy._respond import respond
     else:
         from uvicorn.protocols.http.h11_impl import H11Protocol as base
 
@@ -268,7 +272,15 @@ def guarded_protocol(http: str, guard: ConnectionGuard) -> type[asyncio.Protocol
                 watch.after(previous, in_body, len(data))
 
         def on_headers_complete(self) -> None:  # httptools' parser callback (h11 has none)
+            previous = self.cycle
             super().on_headers_complete()
+            cycle = self.cycle
+            if cycle is not previous:
+                # A new request's cycle (its task has not run yet) answers through `_respond`: an attribute
+                # of its own, since a class of ours for it would turn its attributes into a dict (assigning
+                # `__class__`), dearer to read for every part of uvicorn that does.
+                cycle.held = None
+                cycle.send = partial(respond, cycle)
             if self.url[:1] != b"/":
                 # httptools keeps only the path of an absolute-form target (`POST http://evil/mcp`)
                 # and h11 passes the target whole: pass it whole here too, so the app refuses both.
