@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING, Any
 from mcpwall.isolation._wire import WireError, pack, read_frame
 from mcpwall.policy import ServerSpec
 from mcpwall.protocol import Message
-from mcpwall.transports import OnClosed, OnMessage, TransportClosed, TransportError, default_environment
+from mcpwall.transports import (
+    OnClosed,
+    OnMessage,
+    TransportClosed,
+    TransportError,
+    default_environment,
+    die_with_parent,
+)
 from mcpwall.transports._lines import log_lines
 
 if TYPE_CHECKING:
@@ -67,7 +74,7 @@ class Aggregator:
             self.proc = await asyncio.create_subprocess_exec(
                 self.python, "-m", "mcpwall.isolation", stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, cwd="/",
-                start_new_session=True, limit=1024 * 1024)
+                start_new_session=True, preexec_fn=die_with_parent(), limit=1024 * 1024)
             self.starts += 1
             log.info("aggregator process started (pid %d)", self.proc.pid)
             assert self.proc.stdout is not None

@@ -6,7 +6,7 @@ from mcpwall.policy import ServerSpec
 from mcpwall.transports._principal import auth_for as _auth_for
 from mcpwall.transports.base import OnClosed, OnMessage, Transport, TransportClosed, TransportError
 from mcpwall.transports.sse import HttpJsonRpcTransport, SseTransport
-from mcpwall.transports.stdio import StdioTransport, default_environment
+from mcpwall.transports.stdio import StdioTransport, default_environment, die_with_parent
 from mcpwall.transports.streamable_http import StreamableHttpTransport
 
 
@@ -40,5 +40,6 @@ __all__ = [
     "TransportClosed",
     "TransportError",
     "default_environment",
+    "die_with_parent",
     "transport_for",
 ]

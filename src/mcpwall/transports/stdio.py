@@ -7,16 +7,27 @@
   skipped; a line over the size bound is discarded without buffering it whole.
 - Shutdown: close stdin, wait a grace period, SIGTERM the process group, wait,
   then SIGKILL it, so `npx` wrappers and their children all go.
+- A gateway that dies without that shutdown (SIGKILL, the OOM killer, a crash)
+  takes its servers with it on Linux: each is started with the parent-death
+  signal set to SIGKILL (`prctl(PR_SET_PDEATHSIG)`, what bubblewrap's
+  `--die-with-parent` does). Each runs in a session of its own, so nothing else
+  would tell it, and a server that does not end at end of input (the reference
+  server-everything keeps its timers running) went on with the user's
+  privileges and no one in front of it. The signal reaches the process the
+  gateway started; what a wrapper it started (`npx`, `uvx`) runs in turn is
+  told by the end of its input only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import signal
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 
 import orjson
 
@@ -37,6 +48,29 @@ log = logging.getLogger("mcpwall.upstream")
 DEFAULT_ENV_KEYS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR",
                     "XDG_RUNTIME_DIR")
 _GRACE_SECONDS = 2.0
+
+
+#: prctl(2)'s option: the signal a process gets when the thread that started it ends
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """What a child runs before its program (`preexec_fn`): SIGKILL when this process ends; None where
+    there is no prctl (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the gateway ended before the signal was set: it would never come
+            os._exit(1)
+
+    return preexec
 
 
 def default_environment() -> dict[str, str]:
@@ -74,7 +108,7 @@ class StdioTransport:
             self._proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=env, cwd=self.cwd, start_new_session=True,
-                limit=MAX_MESSAGE_BYTES + 1024)
+                preexec_fn=die_with_parent(), limit=MAX_MESSAGE_BYTES + 1024)
         except (OSError, ValueError) as exc:
             raise TransportError(f"cannot start {argv[0]!r}: {exc}") from exc
         self.pid = self._proc.pid
@@ -201,4 +235,4 @@ class StdioTransport:
             os.killpg(self.pid, sig)
 
 
-__all__ = ["DEFAULT_ENV_KEYS", "StdioTransport", "default_environment"]
+__all__ = ["DEFAULT_ENV_KEYS", "StdioTransport", "default_environment", "die_with_parent"]
