@@ -21,9 +21,9 @@ import pytest
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from mcpwall.proxy._asgi import head_lines, reply
+from mcpwall.proxy._asgi import BODY_FOLLOWS, head_lines, reply
 from mcpwall.proxy._conn import ConnectionGuard, ConnectionLimits, guarded_protocol
-from mcpwall.proxy._respond import BODY_FOLLOWS, respond
+from mcpwall.proxy._respond import respond
 from mcpwall.stages import AuthStage
 from tests.harness import free_port
 

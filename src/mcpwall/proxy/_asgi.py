@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
+from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE
 
 from mcpwall.protocol import ErrorCode, Message
-from mcpwall.proxy._respond import BODY_FOLLOWS, HEADER_NAME, HEADER_VALUE
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -24,6 +24,10 @@ Headers = list[tuple[bytes, bytes]]
 JSON: Headers = [(b"content-type", b"application/json")]
 #: sent with a refusal at the door: a refused client gets no connection to hold open (see `_conn`)
 CLOSE: Headers = [(b"connection", b"close")]
+#: The key of an `http.response.start` whose whole body the sender sends next (`reply`): its value is
+#: `head_lines`' (header lines, content length, whether a header closes the connection), and the
+#: gateway's connections write the start with the body (`_respond`).
+BODY_FOLLOWS = "mcpwall.body_follows"
 
 
 async def reply(send: Send, status: int, body: bytes = b"", headers: Headers | None = None) -> None:
@@ -42,10 +46,19 @@ _LINES: dict[tuple[bytes, bytes], tuple[bytes, bool]] = {}
 
 
 def head_lines(headers: Headers, length: bytes, size: int) -> tuple[bytes, int, bool] | None:
-    """`headers` and a content-length of `length` as the lines uvicorn's `send` writes for them (its
-    checks: a header it refuses, or one its rules read (a content-length, a transfer-encoding), gives
-    None, and the start takes uvicorn's own way), with the body's `size` and whether a `Connection`
-    header closes the connection: what `_respond.respond` writes with the body."""
+    """`headers` and a content-length of `length` as the lines uvicorn's `send` writes for them, with
+    the body's `size` and whether a `Connection` header closes the connection: what `_respond.respond`
+    writes with the body. None when uvicorn's own rules must see them (`header_lines`)."""
+    lines = header_lines(headers)
+    if lines is None:
+        return None
+    return lines[0] + b"content-length: " + length + b"\r\n", size, lines[1]
+
+
+def header_lines(headers: Headers) -> tuple[bytes, bool] | None:
+    """`headers` as uvicorn writes them (names lowered, each a line) and whether one closes the
+    connection; None for a header uvicorn refuses (its own patterns) or one its rules read (a
+    content-length, a transfer-encoding), which take uvicorn's way."""
     out: list[bytes] = []
     close = False
     for header in headers:
@@ -56,13 +69,12 @@ def head_lines(headers: Headers, length: bytes, size: int) -> tuple[bytes, int, 
                 return None
         out.append(known[0])
         close = close or known[1]
-    out.append(b"content-length: " + length + b"\r\n")
-    return b"".join(out), size, close
+    return b"".join(out), close
 
 
 def _line(header: tuple[bytes, bytes]) -> tuple[bytes, bool] | None:
     name, value = header
-    if HEADER_NAME.search(name) or HEADER_VALUE.search(value):
+    if HEADER_RE.search(name) or HEADER_VALUE_RE.search(value):
         return None  # (uvicorn refuses it: its own way says so)
     low = name.lower()
     if low == b"content-length" or low == b"transfer-encoding":
@@ -139,5 +151,23 @@ def peer(scope: Scope) -> str:
     return f"{client[0]}" if client else ""
 
 
-__all__ = ["CLOSE", "JSON", "App", "BodyTooLarge", "Headers", "Receive", "Scope", "Send", "answer", "head_lines", "peer",
-           "read_body", "reply", "reply_json", "status_for", "wait_disconnect"]
+__all__ = [
+    "BODY_FOLLOWS",
+    "CLOSE",
+    "JSON",
+    "App",
+    "BodyTooLarge",
+    "Headers",
+    "Receive",
+    "Scope",
+    "Send",
+    "answer",
+    "head_lines",
+    "header_lines",
+    "peer",
+    "read_body",
+    "reply",
+    "reply_json",
+    "status_for",
+    "wait_disconnect",
+]
